@@ -1,0 +1,121 @@
+"""envscope: build the environment of every child process an agent host spawns.
+
+A child gets what it needs and never a secret it must not see::
+
+    from envscope import Host, Surface
+
+    host = Host("/srv/agent/home")
+    host.load_launch_env()
+    with host.routed("/srv/agent/profiles/work"):
+        env = host.build_subprocess_env(surface=Surface.TERMINAL)
+
+See ``docs/concepts.md`` for the stages, tiers and surfaces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from envscope._declarations import Origin, OriginKind, Problem, Tier
+from envscope.catalog import Catalog
+from envscope.errors import (
+    CatalogError,
+    ConfigurationError,
+    DotenvError,
+    EnvscopeError,
+    EnvValueError,
+    FileError,
+    ManifestError,
+    NotConfiguredError,
+    PassthroughRefusedError,
+    RoutingError,
+)
+from envscope.host import Binding, Host, home_identity
+from envscope.policy import SecretPolicy
+from envscope.sources import SecretSource, StaticSource
+from envscope.stages import FORCE_PREFIX
+from envscope.surfaces import Surface
+from envscope.trace import Action, Decision, Reason, Stage, Trace
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FORCE_PREFIX",
+    "Action",
+    "Binding",
+    "Catalog",
+    "CatalogError",
+    "ConfigurationError",
+    "Decision",
+    "DotenvError",
+    "EnvValueError",
+    "EnvscopeError",
+    "FileError",
+    "Host",
+    "ManifestError",
+    "NotConfiguredError",
+    "Origin",
+    "OriginKind",
+    "PassthroughRefusedError",
+    "Problem",
+    "Reason",
+    "RoutingError",
+    "SecretPolicy",
+    "SecretSource",
+    "Stage",
+    "StaticSource",
+    "Surface",
+    "Tier",
+    "Trace",
+    "__version__",
+    "build_subprocess_env",
+    "configure",
+    "default_host",
+    "home_identity",
+]
+
+
+class _DefaultHost:
+    """Holds the module-level default host; ``configure(None)`` is the reset seam."""
+
+    host: Host | None = None
+
+
+def configure(host: Host | None) -> None:
+    """Set (or with ``None``, clear) the host the module-level ``build_subprocess_env`` uses."""
+    _DefaultHost.host = host
+
+
+def default_host() -> Host:
+    """The configured default host; a ``NotConfiguredError`` when there is none."""
+    host = _DefaultHost.host
+    if host is None:
+        raise NotConfiguredError(
+            "envscope.build_subprocess_env() called before envscope.configure(host): "
+            "refusing to pass the parent env through unscrubbed"
+        )
+    return host
+
+
+def build_subprocess_env(
+    base: Mapping[str, str] | None = None,
+    *,
+    surface: Surface = Surface.TERMINAL,
+    extra: Mapping[str, object] | None = None,
+    inherit_credentials: bool = False,
+    strip_launch_profile: bool = True,
+    passthrough: Sequence[str] = (),
+    scrub: bool = True,
+    trace: Trace | None = None,
+) -> dict[str, str]:
+    """Build a child env with the default host (see ``Host.build_subprocess_env``)."""
+    return default_host().build_subprocess_env(
+        base,
+        surface=surface,
+        extra=extra,
+        inherit_credentials=inherit_credentials,
+        strip_launch_profile=strip_launch_profile,
+        passthrough=passthrough,
+        scrub=scrub,
+        trace=trace,
+    )

@@ -1,0 +1,97 @@
+"""The envscope exception tree.
+
+Every error envscope raises derives from one root, so a host can catch
+``EnvscopeError`` around a spawn and know it failed *closed*::
+
+    EnvscopeError
+    ├── ConfigurationError        a host or call set up wrongly
+    │   ├── NotConfiguredError    module-level build with no default host
+    │   └── RoutingError          e.g. a credentialed child under multiplex with no routed home
+    ├── FileError                 anything about a file: always names the path (and line/field)
+    │   ├── CatalogError          an invalid catalog YAML
+    │   ├── ManifestError         an unreadable, unparsable or invalid plugin manifest
+    │   └── DotenvError           an unreadable or malformed dotenv file
+    └── EnvValueError             a value that cannot go into a child env (names the key)
+        └── PassthroughRefusedError  a passthrough request for a declared secret
+
+No message ever holds a variable's *value*: only keys, paths, lines and fields.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CatalogError",
+    "ConfigurationError",
+    "DotenvError",
+    "EnvValueError",
+    "EnvscopeError",
+    "FileError",
+    "ManifestError",
+    "NotConfiguredError",
+    "PassthroughRefusedError",
+    "RoutingError",
+]
+
+
+class EnvscopeError(Exception):
+    """Root of every error envscope raises."""
+
+
+class ConfigurationError(EnvscopeError):
+    """A host, a call or a config file is set up in a way envscope refuses."""
+
+
+class NotConfiguredError(ConfigurationError):
+    """The module-level ``build_subprocess_env`` was called before ``configure(host)``."""
+
+
+class RoutingError(ConfigurationError):
+    """A build that needs a routed home has none bound (it would leak launch values)."""
+
+
+class FileError(EnvscopeError):
+    """An error about a file; ``path``, ``line`` and ``field`` say where."""
+
+    def __init__(
+        self,
+        path: str,
+        message: str,
+        *,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.path = str(path)
+        self.line = line
+        self.field = field
+        self.message = message
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        if self.field:
+            return f"{where}: {self.field}: {self.message}"
+        return f"{where}: {self.message}"
+
+
+class CatalogError(FileError):
+    """An invalid catalog file (names the file and the field)."""
+
+
+class ManifestError(FileError):
+    """A plugin manifest that cannot be read, parsed or validated."""
+
+
+class DotenvError(FileError):
+    """A dotenv file that cannot be read or holds a malformed line."""
+
+
+class EnvValueError(EnvscopeError):
+    """A key or value that cannot go into a child env; ``key`` names it (never the value)."""
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        super().__init__(f"{key!r}: {message}")
+
+
+class PassthroughRefusedError(EnvValueError):
+    """A passthrough request for a name a tier declares."""

@@ -1,0 +1,419 @@
+"""``Host``: the one object that owns process-level state.
+
+It pins the launch home, loads the launch env, records what the launch
+profile put into the process, binds routed homes (context-local), owns the
+manifest cache and the adapter census, and runs the pure stages. Nothing
+else in envscope touches ``os.environ`` or the file system.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import sys
+import threading
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Literal
+
+from envscope import stages
+from envscope._declarations import EMPTY_DECLARATIONS, HomeDeclarations, Origin, OriginKind, norm
+from envscope._dotenv import read_dotenv
+from envscope.catalog import Catalog
+from envscope.errors import EnvscopeError, EnvValueError, RoutingError
+from envscope.policy import Adapter, SecretPolicy, build_policy
+from envscope.sources import SecretSource
+from envscope.surfaces import Surface, mcp_allowlist
+from envscope.trace import Trace
+
+if TYPE_CHECKING:
+    from envscope._fs import FileSystem
+    from envscope._manifest_cache import ManifestCache
+
+__all__ = ["Binding", "Host", "home_identity"]
+
+_WINDOWS = sys.platform == "win32"
+
+
+def home_identity(path: str | os.PathLike[str]) -> str:
+    """A home's identity: its resolved real path (case-folded on Windows)."""
+    resolved = os.path.realpath(os.fspath(path))
+    return os.path.normcase(resolved) if _WINDOWS else resolved
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A routed home bound to the current context, with everything a build needs from it."""
+
+    home: str
+    routed: bool
+    scope: Mapping[str, str] = field(default_factory=dict)
+    scope_origins: Mapping[str, Origin] = field(default_factory=dict)
+    source_names: frozenset[str] = frozenset()
+    residue: frozenset[str] = frozenset()
+    residue_origins: Mapping[str, Origin] = field(default_factory=dict)
+
+
+def _coerce_extra(extra: Mapping[str, object] | None) -> dict[str, str]:
+    """Validate the caller's explicit values (an MCP ``env:`` block): scalars only."""
+    if not extra:
+        return {}
+    out: dict[str, str] = {}
+    for key, value in extra.items():
+        if not isinstance(key, str) or not key or "=" in key or "\x00" in key:
+            raise EnvValueError(str(key), "not a valid environment variable name")
+        if isinstance(value, str):
+            out[key] = value
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = str(value)
+        else:
+            raise EnvValueError(key, f"must be a string or a number, not {type(value).__name__}")
+        if "\x00" in out[key]:
+            raise EnvValueError(key, "value holds a NUL byte")
+    return out
+
+
+def _snapshot(environ: Mapping[str, str]) -> dict[str, str]:
+    """One consistent copy of a (possibly live, possibly churning) mapping."""
+    if type(environ) is dict:
+        return environ.copy()  # atomic under the GIL
+    for _ in range(8):
+        try:
+            return dict(environ)
+        except RuntimeError:  # changed size during iteration: another thread wrote it
+            continue
+    raise EnvscopeError("the environ mapping kept changing while it was copied")
+
+
+class Host:
+    """Builds child environments for one agent host process (see DESIGN.md §5)."""
+
+    def __init__(
+        self,
+        launch_home: str | os.PathLike[str],
+        *,
+        catalog: Catalog | None = None,
+        managed_env_file: str | os.PathLike[str] | None = None,
+        bundled_plugins: str | os.PathLike[str] | None = None,
+        environ: MutableMapping[str, str] | None = None,
+        multiplex: bool = False,
+        home_env_var: str = "ENVSCOPE_HOME",
+        global_names: Iterable[str] | None = None,
+        fs: FileSystem | None = None,
+        on_unreadable_platform: Literal["raise", "deny"] = "raise",
+        windows: bool | None = None,
+    ) -> None:
+        self.launch_home = home_identity(launch_home)
+        self.multiplex = multiplex
+        self.home_env_var = home_env_var
+        self._catalog = catalog
+        self._managed_path = None if managed_env_file is None else os.fspath(managed_env_file)
+        self._bundled = None if bundled_plugins is None else os.fspath(bundled_plugins)
+        self._environ: MutableMapping[str, str] = os.environ if environ is None else environ
+        self._global_names = None if global_names is None else frozenset(map(norm, global_names))
+        self._fs = fs
+        self._on_unreadable_platform: Literal["raise", "deny"] = on_unreadable_platform
+        self._windows = _WINDOWS if windows is None else windows
+        self._lock = threading.Lock()
+        self._sources: list[SecretSource] = []
+        self._dotenv_keys: set[str] = set()
+        self._managed_keys: set[str] = set()
+        self._managed_values: dict[str, str] | None = None
+        self._applied: set[str] = set()
+        self._supplied: set[str] = set()
+        self._adapters: dict[str, dict[str, Adapter]] = {}
+        self._adapter_versions: dict[str, int] = {}
+        self._policies: dict[str, tuple[HomeDeclarations, int, SecretPolicy]] = {}
+        self._manifests: ManifestCache | None = None
+        self._binding: contextvars.ContextVar[Binding | None] = contextvars.ContextVar(
+            f"envscope-binding-{id(self)}", default=None
+        )
+
+    # -- configuration -------------------------------------------------
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog in force (the default one unless the host passed its own)."""
+        if self._catalog is None:
+            self._catalog = Catalog.default()
+        return self._catalog
+
+    @property
+    def global_names(self) -> frozenset[str]:
+        """Upper-cased names never stripped as launch residue."""
+        if self._global_names is None:
+            return self.catalog.global_names | {norm(self.home_env_var)}
+        return self._global_names
+
+    def add_secret_source(self, source: SecretSource) -> None:
+        """Register a secret source; ``load_launch_env`` and routed scopes consult it."""
+        with self._lock:
+            self._sources.append(source)
+
+    # -- the launch env --------------------------------------------------
+
+    def _launch_dotenv_path(self) -> str:
+        return os.path.join(self.launch_home, ".env")
+
+    def _read_managed(self) -> dict[str, str]:
+        if self._managed_path is None:
+            return {}
+        values = read_dotenv(self._managed_path, override=True, missing_ok=False)
+        with self._lock:
+            self._managed_values = values
+            self._managed_keys.update(values)
+        return values
+
+    def load_launch_env(self) -> None:
+        """Load the launch ``.env`` (no override), secret sources, then the managed file (override)."""
+        environ = self._environ
+        values = read_dotenv(self._launch_dotenv_path(), environ=_snapshot(environ))
+        with self._lock:
+            self._dotenv_keys.update(values)
+        for key, value in values.items():
+            environ.setdefault(key, value)
+        for source in list(self._sources):
+            fetched = dict(source.fetch(self.launch_home))
+            with self._lock:
+                self._supplied.update(fetched)
+            for key, value in fetched.items():
+                if key in environ:
+                    continue
+                environ[key] = value
+                with self._lock:
+                    self._applied.add(key)
+        for key, value in self._read_managed().items():
+            environ[key] = value
+
+    def launch_dotenv_keys(self) -> frozenset[str]:
+        """Every key a non-managed dotenv load declared, for the process lifetime."""
+        with self._lock:
+            return frozenset(self._dotenv_keys)
+
+    def managed_keys(self) -> frozenset[str]:
+        """The keys of the administrator-managed dotenv file."""
+        with self._lock:
+            return frozenset(self._managed_keys)
+
+    def source_applied_names(self) -> frozenset[str]:
+        """Names a secret source put into the process env at launch."""
+        with self._lock:
+            return frozenset(self._applied)
+
+    def source_supplied_names(self) -> frozenset[str]:
+        """Names a secret source supplied at launch, applied or skipped."""
+        with self._lock:
+            return frozenset(self._supplied)
+
+    def _managed(self) -> dict[str, str]:
+        with self._lock:
+            values = self._managed_values
+        return self._read_managed() if values is None else values
+
+    # -- routing -----------------------------------------------------------
+
+    def _residue(self) -> tuple[frozenset[str], dict[str, Origin]]:
+        """Upper-cased residue names with where each came from (re-reads the launch .env keys)."""
+        path = self._launch_dotenv_path()
+        current = read_dotenv(path, interpolate=False)
+        origins: dict[str, Origin] = {}
+        with self._lock:
+            for name in self._supplied:
+                origins[norm(name)] = Origin(OriginKind.SECRET_SOURCE, "launch secret source")
+            for name in self._dotenv_keys | set(current):
+                origins[norm(name)] = Origin(OriginKind.LAUNCH_DOTENV, "launch .env", path=path)
+        return frozenset(origins), origins
+
+    def _build_scope(
+        self, home: str
+    ) -> tuple[dict[str, str], dict[str, Origin], frozenset[str]]:
+        """A home's scope: its ``.env``, its secret-source values, then the managed keys."""
+        dotenv_path = os.path.join(home, ".env")
+        environ = _snapshot(self._environ)
+        outside = {k: v for k, v in environ.items() if norm(k) in self.global_names}
+        scope = read_dotenv(dotenv_path, environ=outside, override=True)
+        origins = {norm(k): Origin(OriginKind.SCOPE, ".env", path=dotenv_path) for k in scope}
+        names: set[str] = set()
+        for source in list(self._sources):
+            fetched = dict(source.fetch(home))
+            scope.update(fetched)
+            for key in fetched:
+                names.add(norm(key))
+                origins[norm(key)] = Origin(OriginKind.SECRET_SOURCE, source.name)
+        for key, value in self._managed().items():
+            scope[key] = value
+            origins[norm(key)] = Origin(OriginKind.MANAGED, "managed", path=self._managed_path)
+        return scope, origins, frozenset(names)
+
+    @contextlib.contextmanager
+    def routed(
+        self, home: str | os.PathLike[str], scope: Mapping[str, str] | None = None
+    ) -> Iterator[Binding]:
+        """Bind a target home (and its scope) to the current thread or task."""
+        identity = home_identity(home)
+        routed = self.multiplex or identity != self.launch_home
+        if not routed:
+            binding = Binding(home=identity, routed=False)
+        else:
+            if scope is None:
+                values, origins, names = self._build_scope(identity)
+            else:
+                values = dict(scope)
+                caller = Origin(OriginKind.CALLER, "scope passed to routed()")
+                origins = {norm(k): caller for k in values}
+                names = frozenset()
+            residue, residue_origins = self._residue()
+            binding = Binding(
+                home=identity,
+                routed=True,
+                scope=MappingProxyType(values),
+                scope_origins=MappingProxyType(origins),
+                source_names=names,
+                residue=residue,
+                residue_origins=MappingProxyType(residue_origins),
+            )
+        token = self._binding.set(binding)
+        try:
+            yield binding
+        finally:
+            self._binding.reset(token)
+
+    def bound_home(self) -> str | None:
+        """The home bound in this context, or None."""
+        binding = self._binding.get()
+        return None if binding is None else binding.home
+
+    # -- policy and adapters -------------------------------------------------
+
+    def _target(self, home: str | os.PathLike[str] | None) -> str:
+        if home is not None:
+            return home_identity(home)
+        binding = self._binding.get()
+        return self.launch_home if binding is None else binding.home
+
+    def _declarations(self, home: str) -> HomeDeclarations:
+        if self._manifests is None:
+            from envscope._manifest_cache import ManifestCache
+
+            with self._lock:
+                if self._manifests is None:
+                    self._manifests = ManifestCache(
+                        bundled_root=self._bundled,
+                        fs=self._fs,
+                        on_unreadable_platform=self._on_unreadable_platform,
+                    )
+        if self._manifests is None:  # pragma: no cover - set just above
+            return EMPTY_DECLARATIONS
+        return self._manifests.declarations(home, home)
+
+    def policy(self, home: str | os.PathLike[str] | None = None) -> SecretPolicy:
+        """The secret policy of a home (the bound home, else the launch home)."""
+        target = self._target(home)
+        declarations = self._declarations(target)
+        with self._lock:
+            version = self._adapter_versions.get(target, 0)
+            cached = self._policies.get(target)
+            adapters = tuple(self._adapters.get(target, {}).values())
+        if cached is not None and cached[0] is declarations and cached[1] == version:
+            return cached[2]
+        built = build_policy(self.catalog, declarations, adapters)
+        with self._lock:
+            self._policies[target] = (declarations, version, built)
+        return built
+
+    def register_adapter(
+        self, name: str, requires_env: Iterable[str], home: str | os.PathLike[str] | None = None
+    ) -> None:
+        """Declare a runtime adapter for a home (default: the bound home, else the launch home)."""
+        target = self._target(home)
+        adapter = Adapter(name, tuple(requires_env))
+        with self._lock:
+            self._adapters.setdefault(target, {})[name] = adapter
+            self._adapter_versions[target] = self._adapter_versions.get(target, 0) + 1
+
+    def unregister_adapter(self, name: str, home: str | os.PathLike[str] | None = None) -> None:
+        """Remove a runtime adapter from a home's census (no error when absent)."""
+        target = self._target(home)
+        with self._lock:
+            if self._adapters.get(target, {}).pop(name, None) is not None:
+                self._adapter_versions[target] = self._adapter_versions.get(target, 0) + 1
+
+    # -- the factory -------------------------------------------------------------
+
+    def build_subprocess_env(
+        self,
+        base: Mapping[str, str] | None = None,
+        *,
+        surface: Surface = Surface.TERMINAL,
+        extra: Mapping[str, object] | None = None,
+        inherit_credentials: bool = False,
+        strip_launch_profile: bool = True,
+        passthrough: Sequence[str] = (),
+        scrub: bool = True,
+        trace: Trace | None = None,
+    ) -> dict[str, str]:
+        """Build one child env: strip residue → overlay scope → managed keys → sanitise."""
+        surface = Surface(surface)
+        snapshot = _snapshot(self._environ if base is None else base)
+        extras = _coerce_extra(extra)
+        if not scrub:
+            return {**snapshot, **extras}
+        binding = self._binding.get()
+        if binding is None and self.multiplex and surface.needs_routed_home:
+            raise RoutingError(
+                f"a {surface.value} child under multiplex needs a routed home: "
+                "bind one with host.routed(home) (refusing to hand out launch values)"
+            )
+        target = self.launch_home if binding is None else binding.home
+        routed = self.multiplex if binding is None else binding.routed
+        policy = self.policy(target)
+        entries = stages.to_entries(snapshot, trace)
+        scope: Mapping[str, str] = {} if binding is None else binding.scope
+        if routed:
+            managed = self._managed()
+            if strip_launch_profile:
+                launch_policy = self.policy(self.launch_home)
+                policies = (policy,) if launch_policy is policy else (policy, launch_policy)
+                residue = self.launch_residue() if binding is None else binding.residue
+                entries = stages.strip_residue(
+                    entries,
+                    residue=residue,
+                    keep=self.global_names | {norm(k) for k in managed},
+                    policies=policies,
+                    residue_origins=None if binding is None else binding.residue_origins,
+                    trace=trace,
+                )
+            origins = None if binding is None else binding.scope_origins
+            entries = stages.overlay_scope(
+                entries, scope, origins=origins, home=target, trace=trace
+            )
+            entries = stages.apply_managed(entries, managed, path=self._managed_path, trace=trace)
+        supplied = self.source_supplied_names()
+        if binding is not None:
+            supplied = supplied | binding.source_names
+        options = stages.SanitizeOptions(
+            extra=extras,
+            inherit_credentials=inherit_credentials or surface.inherits_credentials,
+            passthrough=tuple(passthrough),
+            passthrough_source=stages.to_entries(scope) if routed else entries,
+            allowlist=(
+                mcp_allowlist(windows=self._windows, supplied=frozenset(map(norm, supplied)))
+                if surface.is_allowlist
+                else None
+            ),
+            drop_shell_functions=surface is Surface.MCP,
+            pinned={self.home_env_var: target} if surface is Surface.WORKER else {},
+        )
+        return stages.sanitize(entries, policy, options, trace=trace)
+
+    def launch_residue(self) -> frozenset[str]:
+        """Upper-cased residue names right now (recorded keys, launch .env keys, supplied names)."""
+        return self._residue()[0]
+
+    def explain(self, base: Mapping[str, str] | None = None, **kwargs: object) -> Trace:
+        """Run a build with a fresh trace and return the trace."""
+        trace = Trace()
+        self.build_subprocess_env(base, trace=trace, **kwargs)  # type: ignore[arg-type]
+        return trace
