@@ -27,7 +27,8 @@ pytest: $(STAMP)
 test: lint typecheck pytest
 
 demo: $(STAMP)
-	$(BIN)/python -m envscope --demo fixtures/demo
+	$(BIN)/python -m envscope plan --clean-env --launch-home fixtures/demo/launch --managed fixtures/demo/managed.env --bundled fixtures/demo/bundled --home fixtures/demo/profiles/work --surface terminal
+	$(BIN)/python -m envscope plan --clean-env --launch-home fixtures/demo/launch --managed fixtures/demo/managed.env --bundled fixtures/demo/bundled --home fixtures/demo/profiles/work --surface credentialed
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage build *.egg-info

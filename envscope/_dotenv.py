@@ -63,7 +63,7 @@ def parse_dotenv(
         if interpolate and "$" in value:
             env: dict[str, str]
             env = {**outside, **values} if override else {**values, **outside}
-            value = "".join(atom.resolve(env) for atom in parse_variables(value))  # type: ignore[arg-type]
+            value = "".join(atom.resolve(env) for atom in parse_variables(value))
         if "\x00" in value:
             raise DotenvError(path, f"value of {binding.key!r} holds a NUL byte", line=line)
         values[binding.key] = value
@@ -105,6 +105,7 @@ def read_dotenv(
     environ: Mapping[str, str] | None = None,
     override: bool = False,
     missing_ok: bool = True,
+    interpolate: bool = True,
 ) -> dict[str, str]:
     """Read and parse a dotenv file; a missing file is empty when ``missing_ok``."""
     try:
@@ -119,4 +120,6 @@ def read_dotenv(
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DotenvError(path, f"not valid UTF-8 at byte {exc.start}") from None
-    return parse_dotenv(text, path=path, environ=environ, override=override)
+    return parse_dotenv(
+        text, path=path, environ=environ, override=override, interpolate=interpolate
+    )

@@ -157,7 +157,7 @@ class Catalog:
 
 @functools.cache
 def _load_default() -> Catalog:
-    data = resources.files("envscope").joinpath("data", "catalog.yaml").read_bytes()
+    data = (resources.files("envscope") / "data" / "catalog.yaml").read_bytes()
     return Catalog.from_yaml(data, source=DEFAULT_CATALOG_NAME)
 
 

@@ -167,7 +167,7 @@ class Host:
         return values
 
     def load_launch_env(self) -> None:
-        """Load the launch ``.env`` (no override), secret sources, then the managed file (override)."""
+        """Load the launch ``.env`` (no override), secret sources, the managed file (override)."""
         environ = self._environ
         values = read_dotenv(self._launch_dotenv_path(), environ=_snapshot(environ))
         with self._lock:
@@ -226,9 +226,7 @@ class Host:
                 origins[norm(name)] = Origin(OriginKind.LAUNCH_DOTENV, "launch .env", path=path)
         return frozenset(origins), origins
 
-    def _build_scope(
-        self, home: str
-    ) -> tuple[dict[str, str], dict[str, Origin], frozenset[str]]:
+    def _build_scope(self, home: str) -> tuple[dict[str, str], dict[str, Origin], frozenset[str]]:
         """A home's scope: its ``.env``, its secret-source values, then the managed keys."""
         dotenv_path = os.path.join(home, ".env")
         environ = _snapshot(self._environ)

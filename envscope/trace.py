@@ -74,7 +74,7 @@ _SENTENCES: dict[Reason, str] = {
     Reason.MANAGED_KEY: "an administrator-managed key; never launch residue",
     Reason.LAUNCH_RESIDUE: "the launch profile put it into the process env",
     Reason.LAUNCH_GATE: "an authorization gate of the launch profile",
-    Reason.LAUNCH_CREDENTIAL: "a declared credential of the launch process; routed children get their own",
+    Reason.LAUNCH_CREDENTIAL: "a launch credential; a routed child gets its own profile's",
     Reason.SCOPE_VALUE: "the routed profile's own value",
     Reason.MANAGED_VALUE: "the administrator's value beats the profile's",
     Reason.TIER1: "a Tier 1 secret: no child ever receives it",
@@ -108,7 +108,9 @@ class Decision:
 
     def __str__(self) -> str:
         origin = "" if self.origin is None else f" [{self.origin}]"
-        return f"{self.key}: {self.action.value} at {self.stage.value}: {self.reason.sentence}{origin}"
+        return (
+            f"{self.key}: {self.action.value} at {self.stage.value}: {self.reason.sentence}{origin}"
+        )
 
 
 class Trace:

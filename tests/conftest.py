@@ -1,0 +1,64 @@
+"""Shared fixtures: home trees on disk and hosts over a plain-dict environ."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+import envscope
+from envscope import Catalog, Host
+
+
+def write_home(root: Path, name: str, dotenv: Mapping[str, str] | str | None = None) -> Path:
+    """Create a home directory with an optional ``.env`` (a mapping or raw text)."""
+    home = root / name
+    home.mkdir(parents=True, exist_ok=True)
+    if dotenv is not None:
+        text = (
+            dotenv if isinstance(dotenv, str) else "".join(f"{k}={v}\n" for k, v in dotenv.items())
+        )
+        (home / ".env").write_text(text)
+    return Path(os.path.realpath(home))
+
+
+def fake_env(names: list[str] | frozenset[str] | set[str]) -> dict[str, str]:
+    """``{NAME: "fake-NAME"}`` for each name."""
+    return {name: f"fake-{name}" for name in names}
+
+
+HostFactory = Callable[..., Host]
+
+
+@pytest.fixture
+def homes(tmp_path: Path) -> dict[str, Path]:
+    """A launch home A and a profile home B, each with a small ``.env``."""
+    a = write_home(tmp_path, "A", {"A_MARKER": "a", "SOME_MODEL": "gpt-a"})
+    b = write_home(tmp_path, "B", {"B_MARKER": "b"})
+    return {"A": a, "B": b, "root": Path(os.path.realpath(tmp_path))}
+
+
+@pytest.fixture
+def make_host(homes: dict[str, Path]) -> HostFactory:
+    """Build a Host over home A with a plain-dict environ (kwargs pass through)."""
+
+    def factory(environ: dict[str, str] | None = None, **kwargs: object) -> Host:
+        env = (
+            {"PATH": "/usr/bin", "HOME": "/home/op", "LANG": "C.UTF-8"}
+            if environ is None
+            else environ
+        )
+        kwargs.setdefault("catalog", Catalog.default())
+        return Host(homes["A"], environ=env, **kwargs)  # type: ignore[arg-type]
+
+    return factory
+
+
+@pytest.fixture(autouse=True)
+def _reset_default_host() -> Iterator[None]:
+    """Every test starts and ends with no module-level default host."""
+    envscope.configure(None)
+    yield
+    envscope.configure(None)

@@ -1,0 +1,74 @@
+"""The public surface: ``__all__``, the module-level factory, cheap import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import envscope
+from envscope import Host, NotConfiguredError
+from tests.conftest import HostFactory
+
+PUBLIC = [
+    "FORCE_PREFIX", "Action", "Binding", "Catalog", "CatalogError", "ConfigurationError",
+    "Decision", "DotenvError", "EnvValueError", "EnvscopeError", "FileError", "Host",
+    "ManifestError", "NotConfiguredError", "Origin", "OriginKind", "PassthroughRefusedError",
+    "Problem", "Reason", "RoutingError", "SecretPolicy", "SecretSource", "Stage",
+    "StaticSource", "Surface", "Tier", "Trace", "__version__", "build_subprocess_env",
+    "configure", "default_host", "home_identity",
+]  # fmt: skip
+
+
+def test_all_is_pinned() -> None:
+    """``__all__`` is exactly the curated public surface, and every name resolves."""
+    assert sorted(envscope.__all__) == sorted(PUBLIC)
+    for name in envscope.__all__:
+        assert hasattr(envscope, name), name
+
+
+def test_unconfigured_module_build_is_an_error() -> None:
+    """The module-level factory refuses to run before configure(host)."""
+    with pytest.raises(NotConfiguredError, match="configure"):
+        envscope.build_subprocess_env({"TELEGRAM_BOT_TOKEN": "t"})
+
+
+def test_module_build_delegates_to_configured_host(make_host: HostFactory) -> None:
+    """After configure(host) the module factory scrubs with that host; configure(None) resets."""
+    host = make_host()
+    envscope.configure(host)
+    assert envscope.default_host() is host
+    env = envscope.build_subprocess_env({"TELEGRAM_BOT_TOKEN": "t", "K": "v"}, extra={"E": "1"})
+    assert env == {"K": "v", "E": "1"}
+    envscope.configure(None)
+    with pytest.raises(NotConfiguredError):
+        envscope.default_host()
+
+
+def test_import_is_cheap() -> None:
+    """``import envscope`` imports neither pydantic, yaml, dotenv nor cachetools."""
+    code = (
+        "import sys, envscope; "
+        "print(sorted(m for m in ('pydantic', 'yaml', 'dotenv', 'cachetools') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_errors_share_one_root() -> None:
+    """Every exported error class derives from EnvscopeError."""
+    errors = [getattr(envscope, n) for n in envscope.__all__ if n.endswith("Error")]
+    assert len(errors) == 10
+    assert all(issubclass(e, envscope.EnvscopeError) for e in errors)
+
+
+def test_host_uses_os_environ_by_default(homes: dict[str, object]) -> None:
+    """Without environ=, a host snapshots os.environ (and never mutates it on build)."""
+    import os
+
+    host = Host(str(homes["A"]), catalog=envscope.Catalog.default())
+    before = dict(os.environ)
+    env = host.build_subprocess_env()
+    assert dict(os.environ) == before
+    assert env.get("PATH") == os.environ.get("PATH")

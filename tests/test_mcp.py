@@ -1,0 +1,125 @@
+"""SCENARIOS 42–45: the MCP (allowlist) surface."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envscope import EnvValueError, StaticSource, Surface
+from envscope.surfaces import (
+    MCP_SAFE_NAMES_POSIX,
+    MCP_SAFE_NAMES_WINDOWS,
+    MCP_SAFE_PREFIXES_POSIX,
+)
+from tests.conftest import HostFactory
+
+BASE = {
+    "PATH": "/usr/bin",
+    "HOME": "/home/op",
+    "USER": "op",
+    "LOGNAME": "op",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "TERM": "xterm",
+    "SHELL": "/bin/sh",
+    "TMPDIR": "/tmp",
+    "XDG_RUNTIME_DIR": "/run/user/1",
+    "SECRET_KEY": "s",
+    "AWS_ACCESS_KEY_ID": "a",
+    "DATABASE_URL": "d",
+    "GITHUB_TOKEN": "g",
+    "EDITOR": "vi",
+}
+
+
+def test_safe_base_lists_are_pinned() -> None:
+    """The safe base is pinned as literals: widening it is a visible decision."""
+    assert (
+        frozenset({"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "SHELL", "TMPDIR"})
+        == MCP_SAFE_NAMES_POSIX
+    )
+    assert MCP_SAFE_PREFIXES_POSIX == ("XDG_",)
+    assert frozenset(
+        {
+            "APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT",
+            "PROCESSOR_ARCHITECTURE", "PROGRAMDATA", "PROGRAMFILES", "PROGRAMFILES(X86)",
+            "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP", "USERNAME", "USERPROFILE", "WINDIR",
+            "COMSPEC",
+        }
+    ) == MCP_SAFE_NAMES_WINDOWS  # fmt: skip
+
+
+def test_mcp_child_gets_safe_base_env_block_and_passthrough(make_host: HostFactory) -> None:
+    """S42: only the safe base, the env: block and passthrough names reach an MCP child."""
+    env = make_host().build_subprocess_env(
+        {**BASE, "TENOR_API_KEY": "t"},
+        surface=Surface.MCP,
+        extra={"SERVER_MODE": "fast", "PORT": 8080},
+        passthrough=["TENOR_API_KEY"],
+    )
+    expected_base = {
+        k: v for k, v in BASE.items() if k in MCP_SAFE_NAMES_POSIX or k.startswith("XDG_")
+    }
+    assert env == {**expected_base, "SERVER_MODE": "fast", "PORT": "8080", "TENOR_API_KEY": "t"}
+    for name in ("SECRET_KEY", "AWS_ACCESS_KEY_ID", "DATABASE_URL", "GITHUB_TOKEN", "EDITOR"):
+        assert name not in env
+
+
+def test_mcp_windows_list_is_case_insensitive(make_host: HostFactory) -> None:
+    """On Windows the safe base is matched case-insensitively."""
+    host = make_host(windows=True)
+    env = host.build_subprocess_env(
+        {"SystemRoot": "C:\\Windows", "Path": "C:\\bin", "HOME": "/h"}, surface=Surface.MCP
+    )
+    assert env == {"SystemRoot": "C:\\Windows", "Path": "C:\\bin"}
+
+
+def test_mcp_env_block_cannot_carry_declared_secrets(make_host: HostFactory) -> None:
+    """Declared names in an env: block are stripped like any extra."""
+    env = make_host().build_subprocess_env(
+        {}, surface=Surface.MCP, extra={"TELEGRAM_BOT_TOKEN": "t", "OPENAI_API_KEY": "k"}
+    )
+    assert env == {}
+
+
+def test_source_supplied_names_reach_mcp_with_scope_value(
+    make_host: HostFactory, homes: dict[str, Path]
+) -> None:
+    """S43: names a secret source supplied reach MCP children with the routed scope's value."""
+    host = make_host()
+    source = StaticSource(
+        "vault",
+        {str(homes["A"]): {"VAULT_DB_URL": "a-db"}, str(homes["B"]): {"VAULT_DB_URL": "b-db"}},
+    )
+    host.add_secret_source(source)
+    host.load_launch_env()
+    assert host.build_subprocess_env(surface=Surface.MCP)["VAULT_DB_URL"] == "a-db"
+    with host.routed(homes["B"]):
+        assert host.build_subprocess_env(surface=Surface.MCP)["VAULT_DB_URL"] == "b-db"
+
+
+@pytest.mark.parametrize("value", [None, ["a"], {"k": "v"}, True, b"bytes"])
+def test_non_scalar_env_block_value_is_an_error(make_host: HostFactory, value: object) -> None:
+    """S44: a non-scalar value in an env: block is a clear error naming the key, never the value."""
+    with pytest.raises(EnvValueError, match="SERVER_OPT") as info:
+        make_host().build_subprocess_env({}, surface=Surface.MCP, extra={"SERVER_OPT": value})
+    assert info.value.key == "SERVER_OPT"
+
+
+@pytest.mark.parametrize("key", ["", "A=B", "NUL\x00"])
+def test_invalid_extra_key_is_an_error(make_host: HostFactory, key: str) -> None:
+    """An extra key that cannot be an env name is an error."""
+    with pytest.raises(EnvValueError):
+        make_host().build_subprocess_env({}, extra={key: "v"})
+
+
+def test_shell_functions_never_reach_mcp(make_host: HostFactory) -> None:
+    """S45: values starting with '()' never reach an MCP child (base, block or passthrough)."""
+    env = make_host().build_subprocess_env(
+        {"PATH": "() { :; }; echo pwned", "FN": "() { x; }", "HOME": "/h"},
+        surface=Surface.MCP,
+        extra={"BLOCK_FN": "() { y; }", "OK": "(not a function)"},
+        passthrough=["FN"],
+    )
+    assert env == {"HOME": "/h", "OK": "(not a function)"}

@@ -1,0 +1,67 @@
+"""SCENARIOS 10–13: passthrough names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envscope import Action, Reason, Surface, Trace
+from tests.conftest import HostFactory
+
+
+@pytest.mark.parametrize("surface", [Surface.TERMINAL, Surface.MCP])
+def test_undeclared_passthrough_is_accepted_and_empty_ignored(
+    make_host: HostFactory, surface: Surface
+) -> None:
+    """S10: an undeclared passthrough name is forwarded; an empty name is ignored."""
+    env = make_host().build_subprocess_env(
+        {"TENOR_API_KEY": "t", "OTHER": "o"}, surface=surface, passthrough=["TENOR_API_KEY", ""]
+    )
+    assert env["TENOR_API_KEY"] == "t"
+    assert "" not in env
+
+
+@pytest.mark.parametrize("name", ["TELEGRAM_BOT_TOKEN", "OPENAI_API_KEY", "openai_base_url"])
+@pytest.mark.parametrize("surface", [Surface.TERMINAL, Surface.MCP])
+def test_passthrough_of_declared_name_is_refused(
+    make_host: HostFactory, name: str, surface: Surface
+) -> None:
+    """S11: passthrough of a Tier 1/2 name is a recorded refusal and the name is still stripped."""
+    trace = Trace()
+    env = make_host().build_subprocess_env(
+        {name: "v"}, surface=surface, passthrough=[name], trace=trace
+    )
+    assert name not in env
+    refusals = [d for d in trace if d.action is Action.REFUSED]
+    assert [d.key for d in refusals] == [name]
+    assert refusals[0].reason is Reason.PASSTHROUGH_REFUSED
+    assert refusals[0].origin is not None
+
+
+def test_passthrough_stops_once_an_adapter_declares_it(
+    make_host: HostFactory, homes: dict[str, Path]
+) -> None:
+    """S12: an accepted passthrough name stops once an adapter of the bound home declares it."""
+    host = make_host()
+    base = {"TENOR_API_KEY": "t"}
+    with host.routed(homes["B"], scope={"TENOR_API_KEY": "b"}):
+        kw = {"surface": Surface.MCP, "passthrough": ["TENOR_API_KEY"]}
+        assert host.build_subprocess_env(base, **kw)["TENOR_API_KEY"] == "b"  # type: ignore[arg-type]
+        host.register_adapter("tenor", ["TENOR_API_KEY"])
+        assert "TENOR_API_KEY" not in host.build_subprocess_env(base, **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("surface", [Surface.TERMINAL, Surface.MCP])
+def test_routed_passthrough_takes_scope_value_only(
+    make_host: HostFactory, homes: dict[str, Path], surface: Surface
+) -> None:
+    """S13: under routing a passthrough name takes the scope's value, never the launch process's."""
+    host = make_host()
+    base = {"TENOR_API_KEY": "launch", "PATH": "/bin"}
+    with host.routed(homes["B"], scope={"TENOR_API_KEY": "routed"}):
+        env = host.build_subprocess_env(base, surface=surface, passthrough=["TENOR_API_KEY"])
+        assert env["TENOR_API_KEY"] == "routed"
+    with host.routed(homes["B"], scope={}):
+        env = host.build_subprocess_env(base, surface=surface, passthrough=["TENOR_API_KEY"])
+        assert "TENOR_API_KEY" not in env

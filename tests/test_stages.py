@@ -1,0 +1,135 @@
+"""The pure stages: tables of entries in → env out, inputs never mutated."""
+
+from __future__ import annotations
+
+import pytest
+
+from envscope import Action, Catalog, Reason, Trace
+from envscope.policy import build_policy
+from envscope.stages import (
+    SanitizeOptions,
+    apply_managed,
+    from_entries,
+    overlay_scope,
+    sanitize,
+    strip_residue,
+    to_entries,
+)
+from envscope.surfaces import Allowlist
+
+POLICY = build_policy(Catalog.default())
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"a": "1"}, {"a": "1"}),
+        ({"a": "1", "A": "2"}, {"A": "2"}),
+        ({"A": "2", "a": "1"}, {"A": "2"}),
+        ({"a": "1", "aA": "2"}, {"a": "1", "aA": "2"}),
+        ({"aa": "1", "Aa": "2"}, {"aa": "1"}),
+    ],
+)
+def test_to_entries_collapses_case_twins(env: dict[str, str], expected: dict[str, str]) -> None:
+    """Keys equal ignoring case collapse: the upper-case spelling wins, else the first."""
+    trace = Trace()
+    assert from_entries(to_entries(env, trace)) == expected
+    assert len(trace) == len(env) - len(expected)
+    assert all(d.reason is Reason.CASE_DUPLICATE for d in trace)
+
+
+def test_strip_residue_table() -> None:
+    """Stage 1 drops residue, launch credentials and gates; keeps globals and managed keys."""
+    entries = to_entries(
+        {
+            "PATH": "/b",
+            "A_MARKER": "a",
+            "OPENAI_API_KEY": "k",
+            "DISCORD_ALLOWED_CHANNELS": "1",
+            "ORG": "m",
+            "OPERATOR": "o",
+        }
+    )
+    before = dict(entries)
+    trace = Trace()
+    out = strip_residue(
+        entries,
+        residue=frozenset({"A_MARKER", "PATH", "ORG"}),
+        keep=frozenset({"PATH", "ORG"}),
+        policies=(POLICY,),
+        trace=trace,
+    )
+    assert from_entries(out) == {"PATH": "/b", "ORG": "m", "OPERATOR": "o"}
+    assert entries == before
+    assert {d.key: d.reason for d in trace} == {
+        "A_MARKER": Reason.LAUNCH_RESIDUE,
+        "OPENAI_API_KEY": Reason.LAUNCH_CREDENTIAL,
+        "DISCORD_ALLOWED_CHANNELS": Reason.LAUNCH_GATE,
+    }
+
+
+def test_overlay_and_managed_replace_any_case() -> None:
+    """Stages 2 and 3 replace a value whatever the case of the existing key."""
+    entries = to_entries({"flag": "base", "X": "x"})
+    trace = Trace()
+    out = overlay_scope(entries, {"FLAG": "scope", "NEW": "n"}, trace=trace)
+    out = apply_managed(out, {"Flag": "managed"}, path="/m.env", trace=trace)
+    assert from_entries(out) == {"Flag": "managed", "X": "x", "NEW": "n"}
+    assert [(d.key, d.action) for d in trace] == [
+        ("FLAG", Action.OVERRIDDEN),
+        ("NEW", Action.ADDED),
+        ("Flag", Action.OVERRIDDEN),
+    ]
+    assert from_entries(entries) == {"flag": "base", "X": "x"}
+
+
+@pytest.mark.parametrize(
+    ("env", "options", "expected"),
+    [
+        ({"TELEGRAM_BOT_TOKEN": "t", "K": "v"}, SanitizeOptions(), {"K": "v"}),
+        (
+            {"OPENAI_API_KEY": "k"},
+            SanitizeOptions(inherit_credentials=True),
+            {"OPENAI_API_KEY": "k"},
+        ),
+        ({"K": "v", "Z": "z"}, SanitizeOptions(allowlist=Allowlist(frozenset({"K"}))), {"K": "v"}),
+        ({}, SanitizeOptions(extra={"E": "e"}), {"E": "e"}),
+        ({}, SanitizeOptions(pinned={"H": "/h"}), {"H": "/h"}),
+        ({"F": "() {"}, SanitizeOptions(drop_shell_functions=True), {}),
+        ({"F": "() {"}, SanitizeOptions(), {"F": "() {"}),
+        (
+            {"P": "base"},
+            SanitizeOptions(passthrough=("P",), passthrough_source=to_entries({"P": "scope"})),
+            {"P": "scope"},
+        ),
+        ({"P": "base"}, SanitizeOptions(passthrough=("P",), passthrough_source={}), {}),
+        (
+            {"P": "b"},
+            SanitizeOptions(extra={"P": "e"}, passthrough=("P",), passthrough_source={}),
+            {"P": "e"},
+        ),
+    ],
+)
+def test_sanitize_table(
+    env: dict[str, str], options: SanitizeOptions, expected: dict[str, str]
+) -> None:
+    """Stage 4 in isolation: each option does one thing."""
+    entries = to_entries(env)
+    assert sanitize(entries, POLICY, options) == expected
+    assert from_entries(entries) == env
+
+
+def test_sanitize_trace_records_kept_tier2() -> None:
+    """A Tier 2 credential kept for a credentialed child is recorded as such."""
+    trace = Trace()
+    sanitize(
+        to_entries({"OPENAI_API_KEY": "k"}),
+        POLICY,
+        SanitizeOptions(inherit_credentials=True),
+        trace=trace,
+    )
+    assert [(d.key, d.action, d.reason) for d in trace] == [
+        ("OPENAI_API_KEY", Action.KEPT, Reason.TIER2_INHERITED)
+    ]
+    assert trace.for_key("openai_api_key")[0].origin is not None
+    assert "kept" in str(next(iter(trace)))

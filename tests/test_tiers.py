@@ -1,0 +1,147 @@
+"""SCENARIOS 1–9: tiers on the default (terminal) surface, extras, force prefix, opt-out."""
+
+from __future__ import annotations
+
+import pytest
+
+from envscope import FORCE_PREFIX, Catalog, Surface, Tier
+from tests.conftest import HostFactory, fake_env
+
+CATALOG = Catalog.default()
+TIER1 = sorted(k for k, d in CATALOG.names.items() if d.tier is Tier.TIER1)
+TIER2 = sorted(k for k, d in CATALOG.names.items() if d.tier is Tier.TIER2)
+OPERATOR = {"PATH": "/usr/bin", "MY_TOOL_FLAG": "1"}
+
+
+def test_catalog_is_not_trivially_small() -> None:
+    """The default catalog declares a real set of Tier 1 and Tier 2 names."""
+    assert len(TIER1) >= 40
+    assert len(TIER2) >= 24
+    for name in ("TELEGRAM_BOT_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "DISCORD_BOT_TOKEN"):
+        assert name in TIER1
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "MISTRAL_API_KEY"):
+        assert name in TIER2
+
+
+def test_every_declared_name_is_stripped_and_inputs_untouched(make_host: HostFactory) -> None:
+    """S1: no catalog Tier 1/2 name reaches a terminal child; base and environ are unchanged."""
+    base = {**OPERATOR, **fake_env(TIER1 + TIER2)}
+    environ = dict(base)
+    host = make_host(environ)
+    before_base, before_env = dict(base), dict(environ)
+    env = host.build_subprocess_env(base)
+    assert env == OPERATOR
+    assert base == before_base
+    assert environ == before_env
+    assert host.build_subprocess_env() == OPERATOR  # base=None snapshots environ
+    assert environ == before_env
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "MY_APP_KEY",
+        "DEPLOY_WEBHOOK_SECRET",
+        "SLACK_USER_TOKEN",
+        "LOCAL_LLM_API_KEY",
+        "GATEWAY_API_KEY",
+    ],
+)
+def test_operator_look_alikes_pass(make_host: HostFactory, name: str) -> None:
+    """S2: operator names that merely look like secrets pass unchanged."""
+    env = make_host().build_subprocess_env({name: "v", "PATH": "/bin"})
+    assert env == {name: "v", "PATH": "/bin"}
+
+
+@pytest.mark.parametrize(
+    "name", ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"]
+)
+def test_aws_credential_chain_passes(make_host: HostFactory, name: str) -> None:
+    """S3: the general AWS credential chain is not declared by the default catalog."""
+    assert make_host().build_subprocess_env({name: "v"}) == {name: "v"}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "label"),
+    [({"inherit_credentials": True}, "flag"), ({"surface": Surface.CREDENTIALED}, "surface")],
+)
+def test_credentialed_keeps_tier2_strips_tier1(
+    make_host: HostFactory, kwargs: dict[str, object], label: str
+) -> None:
+    """S4: inheriting credentials keeps Tier 2 provider keys; Tier 1 is still stripped."""
+    base = {**fake_env(TIER1 + TIER2), "PATH": "/bin"}
+    env = make_host().build_subprocess_env(base, **kwargs)  # type: ignore[arg-type]
+    assert env["OPENAI_API_KEY"] == "fake-OPENAI_API_KEY", label
+    assert env["ANTHROPIC_API_KEY"] == "fake-ANTHROPIC_API_KEY"
+    assert set(env) == {*TIER2, "PATH"}
+
+
+@pytest.mark.parametrize(
+    ("name", "kept"),
+    [
+        ("AUXILIARY_VISION_API_KEY", False),
+        ("AUXILIARY_VISION_BASE_URL", False),
+        ("GATEWAY_RELAY_SECRET", False),
+        ("GATEWAY_RELAY_EU_TOKEN", False),
+        ("AUXILIARY_VISION_MODEL", True),
+        ("GATEWAY_RELAY_URL", True),
+    ],
+)
+def test_pattern_rules(make_host: HostFactory, name: str, kept: bool) -> None:
+    """S5: pattern rules strip dynamic names and keep their harmless neighbours."""
+    env = make_host().build_subprocess_env({name: "v"})
+    assert (name in env) is kept
+
+
+@pytest.mark.parametrize(
+    "name", ["openai_api_key", "Telegram_Bot_Token", "gh_token", "Auxiliary_x_Api_Key"]
+)
+def test_matching_is_case_insensitive(make_host: HostFactory, name: str) -> None:
+    """S6: declared names are matched in any case."""
+    assert make_host().build_subprocess_env({name: "v", "KEEP": "1"}) == {"KEEP": "1"}
+
+
+def test_output_never_holds_case_twins(make_host: HostFactory) -> None:
+    """S6: two keys equal ignoring case collapse to one (the upper-case spelling wins)."""
+    env = make_host().build_subprocess_env(
+        {"Foo": "1", "FOO": "2", "foo": "3", "bar": "x", "Bar": "y"}
+    )
+    assert env == {"FOO": "2", "bar": "x"}
+    assert len({k.upper() for k in env}) == len(env)
+
+
+def test_caller_extra_reaches_child_but_declared_extra_does_not(make_host: HostFactory) -> None:
+    """S7: an undeclared extra reaches the child; a declared one is stripped after merging."""
+    env = make_host().build_subprocess_env(
+        {}, extra={"MY_CUSTOM_VAR": "caller-value", "OPENAI_BASE_URL": "x"}
+    )
+    assert env == {"MY_CUSTOM_VAR": "caller-value"}
+
+
+@pytest.mark.parametrize(
+    ("base", "extra", "expected"),
+    [
+        ({}, {f"{FORCE_PREFIX}OPENAI_BASE_URL": "v"}, {"OPENAI_BASE_URL": "v"}),
+        ({}, {f"{FORCE_PREFIX}TELEGRAM_BOT_TOKEN": "v"}, {}),
+        ({"TELEGRAM_BOT_TOKEN": "t"}, {f"{FORCE_PREFIX}TELEGRAM_BOT_TOKEN": "v"}, {}),
+        ({f"{FORCE_PREFIX}OPENAI_BASE_URL": "v"}, {}, {}),
+        ({f"{FORCE_PREFIX.lower()}openai_base_url": "v"}, {}, {}),
+        ({}, {f"{FORCE_PREFIX}MY_VAR": "v"}, {"MY_VAR": "v"}),
+        ({}, {FORCE_PREFIX: "v"}, {}),
+    ],
+)
+def test_force_prefix(
+    make_host: HostFactory, base: dict[str, str], extra: dict[str, str], expected: dict[str, str]
+) -> None:
+    """S8: the force prefix unwraps caller extras, never to Tier 1, never from the base."""
+    env = make_host().build_subprocess_env(base, extra=extra)
+    assert env == expected
+    assert not any(k.upper().startswith(FORCE_PREFIX) for k in env)
+
+
+def test_scrub_false_returns_base_plus_extras(make_host: HostFactory) -> None:
+    """S9: scrub=False returns the base byte for byte plus extras."""
+    base = {"TELEGRAM_BOT_TOKEN": "t", "openai_api_key": "k", f"{FORCE_PREFIX}X": "f", "PATH": "/b"}
+    env = make_host().build_subprocess_env(base, extra={"E": "1"}, scrub=False)
+    assert env == {**base, "E": "1"}
+    assert env is not base
