@@ -1,0 +1,140 @@
+"""The file-system seam the manifest scanner reads through.
+
+Everything the scanner learns about the disk goes through a ``FileSystem``:
+one ``scandir`` per root, ``stat`` for each candidate manifest, and
+``read_regular`` for the manifests it parses, plus the clock the file
+timestamps are compared with. ``RealFileSystem`` is the real OS; tests use the
+doubles in ``envscope.testing_fs`` (fault injection, call counting, a coarse
+clock).
+
+``read_regular`` never blocks and never reads what is not a regular file: it
+opens with ``O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC``, ``fstat``s the open
+descriptor, and returns ``None`` for a FIFO, a directory, a device or a socket
+(opening a socket fails with ``ENXIO``, which also means "not regular").
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+__all__ = ["DirEntry", "FileSystem", "RealFileSystem", "StatResult"]
+
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+_CHUNK = 64 * 1024
+
+
+class StatResult(Protocol):
+    """The part of ``os.stat_result`` the scanner uses (a fake may supply just these)."""
+
+    @property
+    def st_mode(self) -> int: ...
+    @property
+    def st_ino(self) -> int: ...
+    @property
+    def st_dev(self) -> int: ...
+    @property
+    def st_uid(self) -> int: ...
+    @property
+    def st_gid(self) -> int: ...
+    @property
+    def st_size(self) -> int: ...
+    @property
+    def st_mtime_ns(self) -> int: ...
+    @property
+    def st_ctime_ns(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class DirEntry:
+    """One entry of a directory listing.
+
+    ``is_dir`` follows symlinks (a symlink to a directory is a directory).
+    """
+
+    name: str
+    path: str
+    is_dir: bool
+    is_symlink: bool
+
+
+class FileSystem(Protocol):
+    """What the manifest scanner needs from a file system; errors are ``OSError`` with ``errno``."""
+
+    def scandir(self, path: str) -> list[DirEntry]:
+        """List a directory (one call per root)."""
+        ...
+
+    def stat(self, path: str, *, follow_symlinks: bool = True) -> StatResult:
+        """``os.stat`` (``lstat`` when ``follow_symlinks`` is False)."""
+        ...
+
+    def read_regular(self, path: str, max_bytes: int) -> bytes | None:
+        """At most ``max_bytes + 1`` bytes of a regular file; ``None`` when it is not one."""
+        ...
+
+    def now_ns(self) -> int:
+        """The wall clock that file timestamps are compared with, in nanoseconds."""
+        ...
+
+
+class RealFileSystem:
+    """The real OS, through ``os`` calls."""
+
+    def scandir(self, path: str) -> list[DirEntry]:
+        """One ``os.scandir``; an entry whose type cannot be read counts as a directory."""
+        entries: list[DirEntry] = []
+        with os.scandir(path) as it:
+            for entry in it:
+                try:
+                    is_symlink = entry.is_symlink()
+                except OSError:
+                    is_symlink = False
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    # Fail closed: let the scanner try it and report what fails.
+                    is_dir = True
+                entries.append(DirEntry(entry.name, entry.path, is_dir, is_symlink))
+        return entries
+
+    def stat(self, path: str, *, follow_symlinks: bool = True) -> StatResult:
+        """``os.stat`` / ``os.lstat``."""
+        return os.stat(path, follow_symlinks=follow_symlinks)
+
+    def read_regular(self, path: str, max_bytes: int) -> bytes | None:
+        """Open without blocking; ``None`` for anything but a regular file; read ≤ max_bytes+1."""
+        try:
+            fd = os.open(path, _OPEN_FLAGS)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # a socket (or a device with no reader)
+                return None
+            raise
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            chunks: list[bytes] = []
+            remaining = max_bytes + 1
+            while remaining > 0:
+                chunk = os.read(fd, min(remaining, _CHUNK))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                remaining -= len(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def now_ns(self) -> int:
+        """``time.time_ns()``."""
+        return time.time_ns()

@@ -1,0 +1,185 @@
+"""The per-home manifest cache: bounded, thread-safe, failing closed.
+
+``ManifestCache.declarations(identity, path)`` returns the current
+``HomeDeclarations`` of one home. Each call *checks*: it probes the roots (one
+``scandir`` per root, about one ``stat`` per candidate manifest, no ``open``) and
+compares the probe with the cached stamp; equal → the cached result, the very
+same object. A racy probe (a manifest touched within ``RACY_WINDOW_NS`` of the
+clock) is never trusted: the next call scans again.
+
+Concurrency. One ``threading.Lock`` guards the ``cachetools.LRUCache`` and the
+table of in-flight checks, and is held only for dict gets and sets, never while
+probing, reading or parsing. Calls for one home are single-flight: they queue on
+that home's own lock, and a caller that arrived before a scan started takes that
+scan's result without probing again. Results are immutable and swapped in
+whole, so no caller sees half of an old scan and half of a new one.
+
+Failing closed. A partial scan (``complete=False``) keeps every secret, deny
+prefix and plugin prefix of the home's previous result (a complete scan does
+not, so a deleted plugin releases its names). The scan itself denies the
+secret-suffixed names under a failing plugin's prefix, also on the first scan.
+An unlistable root has no prefix: only previous names are kept, and on a first
+scan nothing beyond the catalog is denied for it. The memory of previous names
+lives in the LRU: an evicted home starts over as a first scan.
+
+``generation`` comes from one counter per cache, so it grows with every new
+result of a home (also across eviction); a rescan that finds exactly the same
+declarations returns the previous object unchanged.
+
+Errors. With ``on_unreadable_platform="raise"`` (the default) a problem under a
+platform root (bundled or ``plugins/platforms/``: unlistable root, unsearchable
+plugin directory, unreadable, oversize or invalid manifest) raises
+``ManifestError`` naming the file (and line/field) — the first such problem in
+scan order — on every call while it lasts. The fail-closed result is cached
+first, and ``declarations(..., on_unreadable_platform="deny")`` returns it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Literal
+
+from cachetools import LRUCache
+
+from envscope._declarations import Declaration, HomeDeclarations, Origin, Problem
+from envscope._fs import FileSystem, RealFileSystem
+from envscope._manifest_scan import RootProbe, ScanResult, home_roots, probe, scan
+from envscope.errors import ConfigurationError, ManifestError
+
+__all__ = ["ManifestCache", "UnreadablePlatformMode"]
+
+UnreadablePlatformMode = Literal["raise", "deny"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One home's cached result with the stamp it was built from."""
+
+    stamp: tuple[RootProbe, ...]
+    declarations: HomeDeclarations
+    fatal: tuple[Problem, ...]
+    racy: bool
+    ticket: int  # taken just before the probe this result came from
+
+
+@dataclass(slots=True)
+class _Flight:
+    """The per-home lock and how many callers hold or wait for it."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    users: int = 0
+
+
+def _retain(previous: HomeDeclarations | None, result: ScanResult) -> HomeDeclarations:
+    """The scan's declarations; on a partial scan, unioned with the previous result."""
+    secrets: dict[str, Declaration] = dict(result.secrets)
+    deny: dict[str, Origin] = dict(result.deny_prefixes)
+    prefixes = set(result.plugin_prefixes)
+    if not result.complete and previous is not None:
+        for name, decl in previous.secrets.items():
+            secrets.setdefault(name, decl)
+        for prefix, origin in previous.deny_prefixes.items():
+            deny.setdefault(prefix, origin)
+        prefixes |= previous.plugin_prefixes
+    return HomeDeclarations(
+        secrets=MappingProxyType(secrets),
+        plugin_prefixes=frozenset(prefixes),
+        deny_prefixes=MappingProxyType(deny),
+        complete=result.complete,
+        problems=result.problems,
+    )
+
+
+class ManifestCache:
+    """Per-home manifest declarations, re-checked on every call against a stat stamp."""
+
+    def __init__(
+        self,
+        *,
+        bundled_root: str | None,
+        fs: FileSystem | None = None,
+        on_unreadable_platform: UnreadablePlatformMode = "raise",
+        maxsize: int = 256,
+    ) -> None:
+        if on_unreadable_platform not in ("raise", "deny"):
+            raise ConfigurationError(
+                f"on_unreadable_platform must be 'raise' or 'deny', not {on_unreadable_platform!r}"
+            )
+        if maxsize < 1:
+            raise ConfigurationError(f"maxsize must be at least 1, not {maxsize!r}")
+        self._bundled_root = bundled_root
+        self._fs: FileSystem = RealFileSystem() if fs is None else fs
+        self._mode: UnreadablePlatformMode = on_unreadable_platform
+        self._lock = threading.Lock()
+        self._entries: LRUCache[str, _Entry] = LRUCache(maxsize)
+        self._flights: dict[str, _Flight] = {}
+        self._tickets = itertools.count(1)
+        self._generations = itertools.count(1)
+
+    def declarations(
+        self,
+        home_identity: str,
+        home_path: str,
+        *,
+        on_unreadable_platform: UnreadablePlatformMode | None = None,
+    ) -> HomeDeclarations:
+        """Thread-safe: the current declarations for one home (cache key: ``home_identity``).
+
+        Raises ``ManifestError`` for a platform-root problem unless the mode
+        (this call's, else the cache's) is ``"deny"``.
+        """
+        entry = self._current(home_identity, home_path)
+        mode = self._mode if on_unreadable_platform is None else on_unreadable_platform
+        if mode == "raise" and entry.fatal:
+            first = entry.fatal[0]
+            raise ManifestError(first.path, first.message, line=first.line, field=first.field)
+        return entry.declarations
+
+    def clear(self) -> None:
+        """Forget every home (a reset seam for tests)."""
+        with self._lock:
+            self._entries.clear()
+
+    def _current(self, key: str, home_path: str) -> _Entry:
+        """Single-flight per home: queue on the home's lock, then refresh."""
+        with self._lock:
+            arrival = next(self._tickets)
+            flight = self._flights.get(key)
+            if flight is None:
+                flight = self._flights[key] = _Flight()
+            flight.users += 1
+        try:
+            with flight.lock:
+                return self._refresh(key, home_path, arrival)
+        finally:
+            with self._lock:
+                flight.users -= 1
+                if flight.users == 0 and self._flights.get(key) is flight:
+                    del self._flights[key]
+
+    def _refresh(self, key: str, home_path: str, arrival: int) -> _Entry:
+        """Check the stamp and rescan when it changed (called holding the home's lock only)."""
+        with self._lock:
+            cached = self._entries.get(key)
+            if cached is not None and cached.ticket > arrival:
+                return cached  # a scan that started after this call arrived
+            ticket = next(self._tickets)
+        found = probe(self._fs, home_roots(home_path, self._bundled_root))
+        if cached is not None and not cached.racy and cached.stamp == found.stamp:
+            return cached
+        result = scan(self._fs, found)
+        previous = None if cached is None else cached.declarations
+        fresh = _retain(previous, result)
+        if previous is not None and replace(fresh, generation=previous.generation) == previous:
+            fresh = previous
+        else:
+            with self._lock:
+                generation = next(self._generations)
+            fresh = replace(fresh, generation=generation)
+        entry = _Entry(found.stamp, fresh, result.fatal, result.racy, ticket)
+        with self._lock:
+            self._entries[key] = entry
+        return entry

@@ -1,0 +1,390 @@
+"""Scan one home's plugin manifests (and the bundled root) into a result plus a stamp.
+
+Pure given the ``FileSystem`` seam. A scan runs in two passes:
+
+``probe(fs, roots)``
+    One ``scandir`` per root, then per plugin directory an ``lstat`` of
+    ``plugin.yaml``. The common case (a regular ``plugin.yaml``) costs exactly
+    one stat. Extra stats happen only when they carry information: a symlinked
+    manifest is also ``stat``-ed through the link (to tell a regular target, a
+    dangling link and a loop apart); an absent ``plugin.yaml`` is followed by an
+    ``lstat`` of ``plugin.yml``; a failing entry (unlistable root, unsearchable
+    plugin directory) is ``stat``-ed itself so a ``chmod`` back changes the
+    stamp. No file is opened. The probe *is* the stamp.
+
+``scan(fs, probe)``
+    Reads and parses each regular manifest the probe found, never re-stats.
+
+Roots, in order: the bundled root (every manifest counts), ``<home>/plugins/
+platforms`` (every manifest counts) and ``<home>/plugins`` (a manifest counts only
+when it says ``kind: platform``; the ``platforms`` entry is not a flat plugin).
+The first two are *platform roots*. Dot directories are scanned, ``__dunder__``
+directories are skipped, a symlinked plugin directory is followed.
+
+Per plugin directory: ``plugin.yaml``, else ``plugin.yml`` when the first is
+absent. A symlink loop in place of a manifest (``ELOOP``) is "no manifest"; a
+dangling manifest symlink is a problem; a manifest that is not a regular file
+(FIFO, directory, socket, device) declares nothing and is never opened.
+
+Problems (the scan is then partial; ``complete`` is False):
+
+- a root that exists but cannot be listed (``EACCES``, ``ENOTDIR``, ``EIO``…);
+  a missing root (``ENOENT``) is fine and declares nothing. There is no plugin
+  prefix to deny for a root: the cache keeps the home's previous names.
+- a plugin directory that cannot be searched, a manifest that cannot be
+  stat-ed or read, one over ``MAX_MANIFEST_BYTES``, or one ``parse_manifest``
+  rejects (invalid YAML or schema; the problem keeps the line and field).
+  Each denies the secret-suffixed names under the plugin's prefix
+  (``deny_prefixes``, origin ``PARTIAL_SCAN``).
+
+A problem under a platform root is also *fatal*: the cache raises it as a
+``ManifestError`` in ``"raise"`` mode. A malformed platform manifest is treated
+exactly like an unreadable one (decision: a platform plugin whose secrets we
+cannot know must not be silently skipped); the other manifests' declarations
+are still in the result. A flat plugin's problem is never fatal (its ``kind`` is
+unknown), but it still denies by prefix. A failing platform plugin's prefix is
+also added to ``plugin_prefixes``; a failing flat plugin's is not.
+
+Racy entries (git's rule): a manifest whose mtime or ctime is within
+``RACY_WINDOW_NS`` of the probe's clock could be rewritten within the same
+timestamp tick without changing its signature, so such a probe is marked
+``racy`` and the cache re-checks it on the next call instead of trusting it.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno as errno_mod
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from envscope._declarations import Declaration, Origin, OriginKind, Problem, Tier, norm
+from envscope._declarations import plugin_prefix as _plugin_prefix
+from envscope._fs import DirEntry, FileSystem, StatResult
+from envscope._manifest_schema import MAX_MANIFEST_BYTES, parse_manifest
+from envscope.errors import ManifestError
+
+__all__ = [
+    "MANIFEST_NAMES",
+    "RACY_WINDOW_NS",
+    "CandidateProbe",
+    "Probe",
+    "Root",
+    "RootKind",
+    "RootProbe",
+    "ScanResult",
+    "Signature",
+    "State",
+    "home_roots",
+    "probe",
+    "scan",
+]
+
+MANIFEST_NAMES: tuple[str, str] = ("plugin.yaml", "plugin.yml")
+RACY_WINDOW_NS = 3_000_000_000
+"""Covers a 2 s timestamp granularity (FAT) plus clock slack."""
+
+_PLATFORMS = "platforms"
+
+
+class RootKind(enum.Enum):
+    """Which plugin root a manifest was found under."""
+
+    BUNDLED = "bundled"
+    PLATFORMS = "platforms"
+    FLAT = "flat"
+
+    @property
+    def is_platform(self) -> bool:
+        """Every manifest counts, and its problems are fatal in raise mode."""
+        return self is not RootKind.FLAT
+
+
+@dataclass(frozen=True, slots=True)
+class Root:
+    """One directory of plugin directories."""
+
+    kind: RootKind
+    path: str
+
+
+def home_roots(home_path: str, bundled_root: str | None) -> tuple[Root, ...]:
+    """The roots scanned for one home, in precedence order."""
+    plugins = os.path.join(home_path, "plugins")
+    roots = [
+        Root(RootKind.PLATFORMS, os.path.join(plugins, _PLATFORMS)),
+        Root(RootKind.FLAT, plugins),
+    ]
+    if bundled_root is not None:
+        roots.insert(0, Root(RootKind.BUNDLED, bundled_root))
+    return tuple(roots)
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """A file's identity and version as far as ``stat`` can tell."""
+
+    mode: int
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    uid: int
+    gid: int
+
+    @classmethod
+    def of(cls, st: StatResult) -> Signature:
+        """The signature of a stat result."""
+        return cls(
+            st.st_mode,
+            st.st_dev,
+            st.st_ino,
+            st.st_size,
+            st.st_mtime_ns,
+            st.st_ctime_ns,
+            st.st_uid,
+            st.st_gid,
+        )
+
+
+class State(enum.Enum):
+    """What the probe found in one plugin directory."""
+
+    REGULAR = "regular"  # a regular manifest: scan() reads it
+    IGNORED = "ignored"  # not a regular file: never opened
+    ABSENT = "absent"  # no manifest (or a symlink loop)
+    FAILED = "failed"  # cannot stat: a problem
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateProbe:
+    """One plugin directory: its manifest's state and signature (or the failing entry's)."""
+
+    dirname: str
+    dirpath: str
+    is_symlink: bool
+    manifest: str
+    state: State
+    signature: Signature | None = None
+    error: int | None = None
+    racy: bool = field(default=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class RootProbe:
+    """One root: missing, failed (errno and the root's own signature), or its candidates."""
+
+    root: Root
+    missing: bool = False
+    error: int | None = None
+    signature: Signature | None = None
+    candidates: tuple[CandidateProbe, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """The result of the stat pass; equality of ``roots`` is stamp equality."""
+
+    roots: tuple[RootProbe, ...]
+
+    @property
+    def stamp(self) -> tuple[RootProbe, ...]:
+        """The cache validity stamp (racy flags excluded)."""
+        return self.roots
+
+    @property
+    def racy(self) -> bool:
+        """True when some manifest changed too recently for its signature to be trusted."""
+        return any(c.racy for r in self.roots for c in r.candidates)
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    """What one scan found; the cache adds retention and the generation."""
+
+    secrets: Mapping[str, Declaration]
+    plugin_prefixes: frozenset[str]
+    deny_prefixes: Mapping[str, Origin]
+    problems: tuple[Problem, ...]
+    fatal: tuple[Problem, ...]
+    racy: bool
+
+    @property
+    def complete(self) -> bool:
+        """True when nothing failed."""
+        return not self.problems
+
+
+def _describe(err: int | None) -> str:
+    if err is None:
+        return "unknown error"
+    return f"{os.strerror(err)} [{errno_mod.errorcode.get(err, str(err))}]"
+
+
+def _failure_signature(fs: FileSystem, path: str) -> Signature | None:
+    """The failing entry's own signature: ``stat``, else ``lstat``, else None."""
+    for follow in (True, False):
+        try:
+            return Signature.of(fs.stat(path, follow_symlinks=follow))
+        except OSError:
+            continue
+    return None
+
+
+def _is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+def _candidate(
+    entry: DirEntry,
+    path: str,
+    state: State,
+    sig: Signature | None = None,
+    err: int | None = None,
+    *,
+    racy: bool = False,
+) -> CandidateProbe:
+    return CandidateProbe(entry.name, entry.path, entry.is_symlink, path, state, sig, err, racy)
+
+
+def _probe_manifest(fs: FileSystem, entry: DirEntry, now_ns: int) -> CandidateProbe:
+    """Find and stat the manifest of one plugin directory."""
+    for name in MANIFEST_NAMES:
+        path = os.path.join(entry.path, name)
+        try:
+            st = fs.stat(path, follow_symlinks=False)
+        except OSError as exc:
+            if exc.errno in (errno_mod.ENOENT, errno_mod.ENOTDIR):
+                continue  # absent: try the next name
+            # EACCES here: the plugin directory is not searchable.
+            return _candidate(
+                entry, path, State.FAILED, _failure_signature(fs, entry.path), exc.errno
+            )
+        if stat.S_ISLNK(st.st_mode):
+            link = Signature.of(st)
+            try:
+                st = fs.stat(path)
+            except OSError as exc:
+                if exc.errno == errno_mod.ELOOP:
+                    continue  # a symlink loop is no manifest
+                # a dangling link (ENOENT) or an unreachable target
+                return _candidate(entry, path, State.FAILED, link, exc.errno)
+        sig = Signature.of(st)
+        if not stat.S_ISREG(st.st_mode):
+            return _candidate(entry, path, State.IGNORED, sig)
+        racy = now_ns - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_WINDOW_NS
+        return _candidate(entry, path, State.REGULAR, sig, racy=racy)
+    return _candidate(entry, os.path.join(entry.path, MANIFEST_NAMES[0]), State.ABSENT)
+
+
+def _probe_root(fs: FileSystem, root: Root, now_ns: int) -> RootProbe:
+    try:
+        listing = fs.scandir(root.path)
+    except OSError as exc:
+        if exc.errno == errno_mod.ENOENT:
+            return RootProbe(root, missing=True)
+        return RootProbe(root, error=exc.errno, signature=_failure_signature(fs, root.path))
+    dirs = sorted(
+        (e for e in listing if e.is_dir and not _is_dunder(e.name)),
+        key=lambda e: e.name,
+    )
+    if root.kind is RootKind.FLAT:
+        dirs = [e for e in dirs if e.name != _PLATFORMS]
+    return RootProbe(root, candidates=tuple(_probe_manifest(fs, e, now_ns) for e in dirs))
+
+
+def probe(fs: FileSystem, roots: tuple[Root, ...]) -> Probe:
+    """List every root and stat every candidate manifest; opens no file."""
+    now_ns = fs.now_ns()
+    return Probe(tuple(_probe_root(fs, root, now_ns) for root in roots))
+
+
+class _Builder:
+    """Accumulates one scan's declarations and problems."""
+
+    def __init__(self) -> None:
+        self.secrets: dict[str, Declaration] = {}
+        self.plugin_prefixes: set[str] = set()
+        self.deny: dict[str, Origin] = {}
+        self.problems: list[Problem] = []
+        self.fatal: list[Problem] = []
+
+    def problem(self, root: Root, problem: Problem) -> None:
+        self.problems.append(problem)
+        if root.kind.is_platform:
+            self.fatal.append(problem)
+        if problem.plugin is None:
+            return  # an unlistable root: no prefix to deny (the cache keeps previous names)
+        prefix = _plugin_prefix(problem.plugin)
+        origin = Origin(
+            OriginKind.PARTIAL_SCAN, problem.plugin, path=problem.path, line=problem.line
+        )
+        self.deny.setdefault(prefix, origin)
+        if root.kind.is_platform:
+            self.plugin_prefixes.add(prefix)
+
+    def read(self, fs: FileSystem, root: Root, cand: CandidateProbe) -> None:
+        """Read, parse and declare one regular manifest."""
+
+        def fail(message: str, *, line: int | None = None, fld: str | None = None) -> None:
+            self.problem(root, Problem(cand.manifest, message, line, fld, cand.dirname))
+
+        try:
+            data = fs.read_regular(cand.manifest, MAX_MANIFEST_BYTES)
+        except OSError as exc:
+            fail(f"cannot read manifest: {_describe(exc.errno)}")
+            return
+        if data is None:
+            return  # replaced by a non-regular file since the probe; the stamp will differ
+        if len(data) > MAX_MANIFEST_BYTES:
+            fail(f"manifest is larger than {MAX_MANIFEST_BYTES} bytes")
+            return
+        try:
+            manifest = parse_manifest(data, cand.manifest)
+        except ManifestError as exc:
+            fail(exc.message, line=exc.line, fld=exc.field)
+            return
+        if not (root.kind.is_platform or manifest.is_platform):
+            return
+        self.plugin_prefixes.add(_plugin_prefix(cand.dirname))
+        for item in manifest.entries:
+            if not item.is_secret:
+                continue
+            origin = Origin(OriginKind.MANIFEST, cand.dirname, path=cand.manifest, line=item.line)
+            name = norm(item.name)
+            self.secrets.setdefault(name, Declaration(name, Tier.TIER1, origin))
+
+
+def scan(fs: FileSystem, found: Probe) -> ScanResult:
+    """Read and parse the manifests ``found`` by a probe; never re-stats."""
+    b = _Builder()
+    for rp in found.roots:
+        root = rp.root
+        if rp.missing:
+            continue
+        if rp.error is not None:
+            b.problem(
+                root, Problem(root.path, f"cannot list plugin directory: {_describe(rp.error)}")
+            )
+            continue
+        for cand in rp.candidates:
+            if cand.state is State.REGULAR:
+                b.read(fs, root, cand)
+            elif cand.state is State.FAILED:
+                if cand.error == errno_mod.ENOENT:
+                    message = "manifest is a dangling symlink"
+                else:
+                    message = f"cannot read manifest: {_describe(cand.error)}"
+                b.problem(root, Problem(cand.manifest, message, plugin=cand.dirname))
+    return ScanResult(
+        secrets=MappingProxyType(b.secrets),
+        plugin_prefixes=frozenset(b.plugin_prefixes),
+        deny_prefixes=MappingProxyType(b.deny),
+        problems=tuple(b.problems),
+        fatal=tuple(b.fatal),
+        racy=found.racy,
+    )

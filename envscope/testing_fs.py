@@ -1,0 +1,161 @@
+"""A file-system double for tests of envscope and of hosts that embed it.
+
+``InstrumentedFileSystem`` is the real file system plus:
+
+- call counting: ``calls["scandir"|"stat"|"open"]`` (``lstat`` counts as a
+  stat) and ``opened`` (the paths ``read_regular`` was called with);
+- fault injection: ``inject(path, errno)`` makes chosen operations on a path
+  (or, with ``under=True``, on everything inside a directory) raise
+  ``OSError(errno, ...)``; ``deny_dir`` and ``deny_file`` model ``chmod 000``;
+- a clock: ``clock_offset_ns`` shifts ``now_ns()`` (a large offset makes every
+  file "old", so no manifest is racy and a warm check opens nothing);
+- a coarse timestamp clock: ``granularity_ns`` rounds ``st_mtime_ns`` and
+  ``st_ctime_ns`` down, as a file system with 1 s or 2 s timestamps would;
+- ``read_delay_s``: sleep inside every ``read_regular`` (for single-flight tests).
+
+Thread-safe. Nothing here is used by envscope itself.
+"""
+
+from __future__ import annotations
+
+import collections
+import errno as errno_mod
+import os
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from envscope._fs import DirEntry, RealFileSystem, StatResult
+
+__all__ = ["HOUR_NS", "FakeStat", "InstrumentedFileSystem", "Op"]
+
+Op = Literal["scandir", "stat", "open"]
+_ALL_OPS: tuple[Op, ...] = ("scandir", "stat", "open")
+HOUR_NS = 3600 * 1_000_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class FakeStat:
+    """A stat result with chosen fields (satisfies ``envscope._fs.StatResult``)."""
+
+    st_mode: int
+    st_ino: int
+    st_dev: int
+    st_uid: int
+    st_gid: int
+    st_size: int
+    st_mtime_ns: int
+    st_ctime_ns: int
+
+    @classmethod
+    def of(cls, st: StatResult, *, granularity_ns: int | None = None) -> FakeStat:
+        """Copy ``st``, rounding the timestamps down to ``granularity_ns`` when given."""
+        mtime, ctime = st.st_mtime_ns, st.st_ctime_ns
+        if granularity_ns:
+            mtime -= mtime % granularity_ns
+            ctime -= ctime % granularity_ns
+        return cls(st.st_mode, st.st_ino, st.st_dev, st.st_uid, st.st_gid, st.st_size, mtime, ctime)
+
+
+@dataclass(frozen=True, slots=True)
+class _Fault:
+    path: str
+    err: int
+    ops: frozenset[str]
+    under: bool
+
+    def matches(self, op: str, path: str) -> bool:
+        if op not in self.ops:
+            return False
+        if self.under:
+            return path.startswith(self.path + os.sep)
+        return path == self.path
+
+
+class InstrumentedFileSystem(RealFileSystem):
+    """The real file system with counting, fault injection and clock control."""
+
+    def __init__(
+        self,
+        *,
+        clock_offset_ns: int = 0,
+        granularity_ns: int | None = None,
+        read_delay_s: float = 0.0,
+    ) -> None:
+        self.clock_offset_ns = clock_offset_ns
+        self.granularity_ns = granularity_ns
+        self.read_delay_s = read_delay_s
+        self.calls: collections.Counter[str] = collections.Counter()
+        self.opened: list[str] = []
+        self._faults: list[_Fault] = []
+        self._lock = threading.Lock()
+
+    def inject(
+        self,
+        path: str | os.PathLike[str],
+        err: int,
+        *,
+        ops: Iterable[Op] = _ALL_OPS,
+        under: bool = False,
+    ) -> None:
+        """Make ``ops`` on ``path`` (or inside it, with ``under``) raise ``OSError(err)``."""
+        fault = _Fault(os.path.normpath(os.fspath(path)), err, frozenset(ops), under)
+        with self._lock:
+            self._faults.append(fault)
+
+    def deny_dir(self, path: str | os.PathLike[str]) -> None:
+        """Like ``chmod 000`` on a directory: it cannot be listed, nothing inside can be reached."""
+        self.inject(path, errno_mod.EACCES, ops=("scandir",))
+        self.inject(path, errno_mod.EACCES, under=True)
+
+    def deny_file(self, path: str | os.PathLike[str]) -> None:
+        """Like ``chmod 000`` on a file: it can be stat-ed but not opened."""
+        self.inject(path, errno_mod.EACCES, ops=("open",))
+
+    def heal(self) -> None:
+        """Remove every injected fault."""
+        with self._lock:
+            self._faults.clear()
+
+    def reset_counts(self) -> None:
+        """Zero the call counters."""
+        with self._lock:
+            self.calls.clear()
+            self.opened.clear()
+
+    def _enter(self, op: Op, path: str) -> None:
+        norm = os.path.normpath(path)
+        with self._lock:
+            self.calls[op] += 1
+            if op == "open":
+                self.opened.append(norm)
+            faults = [f for f in self._faults if f.matches(op, norm)]
+        if faults:
+            err = faults[-1].err
+            raise OSError(err, os.strerror(err), path)
+
+    def scandir(self, path: str) -> list[DirEntry]:
+        """Counted, fault-injected ``scandir``."""
+        self._enter("scandir", path)
+        return super().scandir(path)
+
+    def stat(self, path: str, *, follow_symlinks: bool = True) -> StatResult:
+        """Counted, fault-injected ``stat``; timestamps rounded to ``granularity_ns``."""
+        self._enter("stat", path)
+        st = super().stat(path, follow_symlinks=follow_symlinks)
+        if self.granularity_ns:
+            return FakeStat.of(st, granularity_ns=self.granularity_ns)
+        return st
+
+    def read_regular(self, path: str, max_bytes: int) -> bytes | None:
+        """Counted, fault-injected, optionally slow ``read_regular``."""
+        self._enter("open", path)
+        if self.read_delay_s:
+            time.sleep(self.read_delay_s)
+        return super().read_regular(path, max_bytes)
+
+    def now_ns(self) -> int:
+        """The real clock plus ``clock_offset_ns``."""
+        return super().now_ns() + self.clock_offset_ns
