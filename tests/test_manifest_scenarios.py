@@ -293,3 +293,40 @@ def test_errno_injection_on_root_fails_closed(
     os.chmod(root, 0o755)
     assert policy.complete is False
     assert policy.tier_of("CHATX_SIGNING_SECRET") is Tier.TIER1
+
+
+BAD_CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "manifests" / "bad"
+BAD_FILES = sorted(p.name for p in BAD_CORPUS.iterdir() if p.name != "README.md")
+
+
+def generated_bad(kind: str) -> bytes:
+    """Bad manifests too big to commit: over 256 KiB, and nested 1000 deep."""
+    if kind == "huge":
+        return b"name: huge\nrequires_env:\n" + b"  - HUGE_NAME_PADDING_XXXXXXXXXXXXXXXXXX\n" * 8000
+    return b"name: deep\nextra: " + b"[" * 1000 + b"]" * 1000 + b"\n"
+
+
+@pytest.mark.parametrize("name", [*BAD_FILES, "generated:huge", "generated:deep"])
+def test_every_bad_manifest_leaves_the_home_failing_closed(
+    make_host: HostFactory, homes: dict[str, Path], name: str
+) -> None:
+    """Each malformed manifest: a typed error naming the file, and a home policy failing closed."""
+    data = (
+        generated_bad(name.split(":")[1])
+        if name.startswith("generated:")
+        else (BAD_CORPUS / name).read_bytes()
+    )
+    path = platform_plugin(homes["B"], "chatx", CHATX)
+    host = make_host(fs=fs_old(), on_unreadable_platform="deny")
+    assert host.policy(homes["B"]).tier_of("CHATX_SIGNING_SECRET") is Tier.TIER1
+    path.write_bytes(data)
+    policy = host.policy(homes["B"])
+    assert policy.complete is False
+    assert [p.path for p in policy.problems] == [str(path)]
+    assert policy.tier_of("CHATX_SIGNING_SECRET") is Tier.TIER1  # kept from the healthy scan
+    assert policy.tier_of("CHATX_BOT_TOKEN") is Tier.TIER1  # denied by prefix
+    fresh = make_host(fs=fs_old(), on_unreadable_platform="deny").policy(homes["B"])
+    assert fresh.tier_of("CHATX_ANY_SECRET") is Tier.TIER1  # first scan: prefix denied
+    with pytest.raises(ManifestError) as info:
+        make_host(fs=fs_old()).policy(homes["B"])
+    assert info.value.path == str(path)
