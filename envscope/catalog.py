@@ -14,7 +14,6 @@ import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -157,6 +156,8 @@ class Catalog:
 
 @functools.cache
 def _load_default() -> Catalog:
+    from importlib import resources
+
     data = (resources.files("envscope") / "data" / "catalog.yaml").read_bytes()
     return Catalog.from_yaml(data, source=DEFAULT_CATALOG_NAME)
 
