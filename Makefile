@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest demo clean
+.PHONY: test lint typecheck pytest demo bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,9 +26,14 @@ pytest: $(STAMP)
 
 test: lint typecheck pytest
 
+# The demo runs in a minimal, fixed parent env so its output is the same everywhere.
+DEMO_ENV := env -i PATH="$(PATH)" HOME=/home/operator LANG=C.UTF-8 ENVSCOPE_FINGERPRINT_KEY=demo-key
+DEMO     := $(DEMO_ENV) $(BIN)/envscope --config fixtures/demo/envscope.yaml
+
 demo: $(STAMP)
-	$(BIN)/python -m envscope plan --clean-env --launch-home fixtures/demo/launch --managed fixtures/demo/managed.env --bundled fixtures/demo/bundled --home fixtures/demo/profiles/work --surface terminal
-	$(BIN)/python -m envscope plan --clean-env --launch-home fixtures/demo/launch --managed fixtures/demo/managed.env --bundled fixtures/demo/bundled --home fixtures/demo/profiles/work --surface credentialed
+	@$(DEMO) explain --home work --surface terminal
+	@echo
+	@$(DEMO) explain --home work --surface credentialed
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage build *.egg-info

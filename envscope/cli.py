@@ -1,97 +1,296 @@
-"""The ``envscope`` command line (a thin layer over pure formatters).
+"""The ``envscope`` command line: a thin layer over pure formatters (``_report``).
 
-This first version has one command, ``plan``: build a child env for a home
-and print, per key, what happened and why (never a value).
+Commands: ``explain``, ``snapshot``, ``diff``, ``scan``, ``run``,
+``check-spawns``. Exit codes: 0 ok, 1 findings (differences, problems,
+spawn sites; ``explain --strict`` warnings), 2 usage or I/O error. Only
+``main`` prints. No value is printed unless ``--show-values``, and Tier 1
+values are masked even then.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
+from envscope import _report
+from envscope._declarations import Problem, Tier
+from envscope.config import HostConfig, find_config, load_config
 from envscope.errors import EnvscopeError
 from envscope.host import Host
-from envscope.policy import SecretPolicy
 from envscope.surfaces import Surface
-from envscope.trace import Action, Trace
+from envscope.trace import Trace
 
-__all__ = ["format_plan", "main"]
+__all__ = ["main"]
 
-_CLEAN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/home/operator", "LANG": "C.UTF-8"}
+SURFACES = [s.value for s in Surface]
 
 
-def format_plan(trace: Trace, child: dict[str, str], policy: SecretPolicy, title: str) -> str:
-    """A plain-text table: one row per key with its final action, stage, reason and origin."""
-    final = trace.final()
-    rows = [("KEY", "ACTION", "STAGE", "REASON", "ORIGIN")]
-    for up in sorted(final):
-        d = final[up]
-        in_child = any(k.upper() == up for k in child)
-        action = d.action.value if in_child or d.action is not Action.KEPT else "stripped"
-        rows.append(
-            (
-                d.key,
-                action,
-                d.stage.value,
-                d.reason.value,
-                "" if d.origin is None else str(d.origin),
-            )
+class UsageError(Exception):
+    """A command-line mistake (exit code 2)."""
+
+
+@dataclass
+class Built:
+    """One live build: the host, its config, the trace and every value involved."""
+
+    config: HostConfig
+    host: Host
+    home: str
+    trace: Trace
+    values: dict[str, str]
+
+    def snapshot(self) -> dict[str, Any]:
+        """The JSON snapshot of this build (keys, decisions, fingerprints)."""
+        return _report.snapshot_of(
+            self.trace, home=self.config.home_name(self.home), relative_to=os.getcwd()
         )
-    for key in sorted(k for k in child if k.upper() not in final):
-        rows.append((key, "kept", "-", "inherited", ""))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = [title, ""]
-    for row in rows:
-        cells = [row[i].ljust(widths[i]) for i in range(4)]
-        lines.append("  ".join([*cells, row[4]]).rstrip())
-    stripped = sum(1 for d in final.values() if d.action in (Action.STRIPPED, Action.REFUSED))
-    status = "complete" if policy.complete else "PARTIAL (failing closed)"
-    lines.append("")
-    lines.append(f"{len(child)} variables reach the child, {stripped} removed; policy {status}")
-    lines.extend(f"  problem: {p}" for p in policy.problems)
-    return "\n".join(lines)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="envscope", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    plan = sub.add_parser("plan", help="print a child's env plan (keys and reasons, no values)")
-    plan.add_argument("--launch-home", required=True)
-    plan.add_argument("--home", help="the routed home (default: the launch home)")
-    plan.add_argument("--surface", choices=[s.value for s in Surface], default="terminal")
-    plan.add_argument("--managed", help="the administrator-managed dotenv file")
-    plan.add_argument("--bundled", help="the bundled plugin root")
-    plan.add_argument(
-        "--clean-env",
-        action="store_true",
-        help="start from a minimal parent env, not this process's",
+    parser = argparse.ArgumentParser(
+        prog="envscope", description="Explain, compare and reproduce child environments."
     )
+    parser.add_argument(
+        "--config", help="host config file (default: $ENVSCOPE_CONFIG, ./envscope.yaml)"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def build_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--home", help="a home name from the config's homes, or a path")
+        p.add_argument("--surface", choices=SURFACES, default="terminal")
+
+    explain = sub.add_parser("explain", help="every key a child gets or not, and why")
+    build_options(explain)
+    explain.add_argument("--json", action="store_true", help="stable JSON (see docs/cli.md)")
+    explain.add_argument("--show-values", action="store_true", help="print values (Tier 1 masked)")
+    explain.add_argument("--strict", action="store_true", help="exit 1 on problems or warnings")
+    snapshot = sub.add_parser("snapshot", help="save the JSON an auditor diffs later")
+    build_options(snapshot)
+    snapshot.add_argument("-o", "--output", required=True, help="file to write ('-' for stdout)")
+    diff = sub.add_parser("diff", help="compare two snapshots or live builds")
+    diff.add_argument("a", help="a snapshot file, '-' for stdin, or home:NAME[/surface]")
+    diff.add_argument("b", help="a snapshot file, '-' for stdin, or home:NAME[/surface]")
+    diff.add_argument("--json", action="store_true")
+    scan = sub.add_parser("scan", help="lint every plugin manifest")
+    scan.add_argument(
+        "homes", nargs="*", help="home names or paths (default: every configured home)"
+    )
+    scan.add_argument("--plugin", help="lint one plugin directory alone (needs no config)")
+    scan.add_argument("--json", action="store_true")
+    run = sub.add_parser("run", help="run a command with exactly the env a child would get")
+    build_options(run)
+    run.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+    check = sub.add_parser("check-spawns", help="find spawn sites that bypass the factory")
+    check.add_argument("paths", nargs="+")
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (0 ok, 2 usage or I/O error)."""
-    args = _parser().parse_args(argv)
-    environ = dict(_CLEAN_ENV) if args.clean_env else None
-    try:
-        host = Host(
-            args.launch_home,
-            managed_env_file=args.managed,
-            bundled_plugins=args.bundled,
-            environ=environ,
-            on_unreadable_platform="deny",
+def _config(args: argparse.Namespace) -> HostConfig:
+    path = find_config(args.config, os.environ)
+    if path is None:
+        raise UsageError(
+            "no host config: pass --config, set ENVSCOPE_CONFIG or create ./envscope.yaml"
         )
-        host.load_launch_env()
-        trace = Trace()
-        surface = Surface(args.surface)
-        home = args.home or args.launch_home
-        with host.routed(home):
-            child = host.build_subprocess_env(surface=surface, trace=trace)
-            policy = host.policy()
-        title = f"envscope plan: {surface.value} child for {host.bound_home() or home}"
-        print(format_plan(trace, child, policy, title))
-    except EnvscopeError as exc:
+    return load_config(path)
+
+
+def _build(config: HostConfig, home_arg: str | None, surface: str) -> Built:
+    environ = dict(os.environ)
+    host = config.build_host(environ)
+    host.load_launch_env()
+    home = config.resolve_home(home_arg)
+    trace = Trace(fingerprint=host.fingerprint)
+    with host.routed(home) as binding:
+        child = host.build_subprocess_env(surface=Surface(surface), trace=trace)
+    values = {**environ, **binding.scope, **child}
+    return Built(config, host, home, trace, values)
+
+
+def _use_color(stream: Any) -> bool:
+    return bool(getattr(stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    built = _build(_config(args), args.home, args.surface)
+    snap = built.snapshot()
+    if args.json:
+        if args.show_values:
+            policy = built.host.policy(built.home)
+            snap["values"] = {
+                k: _report.MASK if policy.tier_of(k) is Tier.TIER1 else built.values.get(k)
+                for k in snap["keys"]
+            }
+        print(_report.format_json(snap), end="")
+    else:
+        values = built.values if args.show_values else None
+        policy = built.host.policy(built.home)
+
+        def is_tier1(key: str) -> bool:
+            return policy.tier_of(key) is Tier.TIER1
+
+        text = _report.format_explain(
+            snap, values=values, is_tier1=is_tier1, color=_use_color(sys.stdout)
+        )
+        print(text, end="")
+        print(built.trace.summary())
+    findings = bool(snap["policy"]["problems"] or snap["warnings"])
+    return 1 if args.strict and findings else 0
+
+
+def _cmd_snapshot(args: argparse.Namespace) -> int:
+    snap = _build(_config(args), args.home, args.surface).snapshot()
+    text = _report.format_json(snap)
+    if args.output == "-":
+        print(text, end="")
+        return 0
+    try:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise UsageError(f"{args.output}: cannot write snapshot: {exc.strerror}") from None
+    print(f"envscope: snapshot of {len(snap['child'])} kept keys written to {args.output}")
+    return 0
+
+
+def _load_operand(args: argparse.Namespace, operand: str) -> dict[str, Any]:
+    if operand.startswith("home:"):
+        name, _, surface = operand[len("home:") :].partition("/")
+        if surface and surface not in SURFACES:
+            raise UsageError(f"{operand}: unknown surface {surface!r}")
+        return _build(_config(args), name or None, surface or "terminal").snapshot()
+    try:
+        if operand == "-":
+            data = json.load(sys.stdin)
+        else:
+            with open(operand, encoding="utf-8") as fh:
+                data = json.load(fh)
+    except OSError as exc:
+        raise UsageError(f"{operand}: cannot read snapshot: {exc.strerror}") from None
+    except ValueError:
+        raise UsageError(f"{operand}: not a JSON snapshot") from None
+    if not isinstance(data, dict) or data.get("envscope_snapshot") != _report.SNAPSHOT_VERSION:
+        raise UsageError(
+            f"{operand}: not an envscope snapshot (version {_report.SNAPSHOT_VERSION})"
+        )
+    return data
+
+
+def _cmd_diff(args: argparse.Namespace) -> int:
+    labels = (args.a, args.b)
+    entries = _report.diff_snapshots(
+        _load_operand(args, args.a), _load_operand(args, args.b), labels=labels
+    )
+    if args.json:
+        payload = {"a": args.a, "b": args.b, "differences": [vars(e) for e in entries]}
+        print(_report.format_json(payload), end="")
+    else:
+        print(_report.format_diff(entries, labels), end="")
+    return 1 if entries else 0
+
+
+def _scan_plugin(directory: str) -> _report.ScanReport:
+    from envscope._manifest_schema import MAX_MANIFEST_BYTES, parse_manifest
+    from envscope.errors import ManifestError
+
+    for name in ("plugin.yaml", "plugin.yml"):
+        path = os.path.join(directory, name)
+        if os.path.exists(path):
+            break
+    else:
+        raise UsageError(f"{directory}: no plugin.yaml or plugin.yml")
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_MANIFEST_BYTES + 1)
+        manifest = parse_manifest(data, path)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read manifest: {exc.strerror}") from None
+    except ManifestError as exc:
+        problem = Problem(exc.path, exc.message, exc.line, exc.field)
+        return _report.ScanReport(directory, {}, [problem])
+    names = [e.name for e in manifest.entries if e.is_secret]
+    return _report.ScanReport(directory, {path: names}, [])
+
+
+def _cmd_scan(args: argparse.Namespace) -> int:
+    if args.plugin:
+        reports = [_scan_plugin(args.plugin)]
+    else:
+        config = _config(args)
+        host = config.build_host({})
+        homes = args.homes or [config.launch_home, *config.homes.values()]
+        reports = []
+        for home_arg in homes:
+            home = config.resolve_home(home_arg)
+            decl = host.manifest_declarations(home)
+            secrets: dict[str, list[str]] = {}
+            for name, d in decl.secrets.items():
+                secrets.setdefault(d.origin.path or "?", []).append(name)
+            reports.append(_report.ScanReport(config.home_name(home), secrets, decl.problems))
+    if args.json:
+        print(_report.format_json(_report.scan_json(reports)), end="")
+    else:
+        print(_report.format_scan(reports), end="")
+    return 1 if any(r.problems for r in reports) else 0
+
+
+def _exec(cmd: Sequence[str], env: Mapping[str, str]) -> int:
+    if os.name != "posix":  # pragma: no cover - exercised on Windows only
+        return subprocess.run(list(cmd), env=dict(env), check=False).returncode
+    os.execvpe(cmd[0], list(cmd), dict(env))  # replaces this process
+    return 0  # reached only when a test stubs execvpe
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    cmd = list(args.cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        raise UsageError("run: no command given (envscope run [--home H] -- CMD ARGS...)")
+    config = _config(args)
+    host = config.build_host(dict(os.environ))
+    host.load_launch_env()
+    with host.routed(config.resolve_home(args.home)):
+        env = host.build_subprocess_env(surface=Surface(args.surface))
+    try:
+        return _exec(cmd, env)
+    except OSError as exc:
+        raise UsageError(f"run: cannot execute {cmd[0]!r}: {exc.strerror}") from None
+
+
+def _cmd_check_spawns(args: argparse.Namespace) -> int:
+    from envscope._spawn_check import check_paths, format_spawn_sites
+
+    sites, errors = check_paths(args.paths)
+    print(format_spawn_sites(sites, errors), end="")
+    if errors:
+        return 2
+    return 1 if any(not s.allowed for s in sites) else 0
+
+
+_COMMANDS = {
+    "explain": _cmd_explain,
+    "snapshot": _cmd_snapshot,
+    "diff": _cmd_diff,
+    "scan": _cmd_scan,
+    "run": _cmd_run,
+    "check-spawns": _cmd_check_spawns,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line and return its exit code (0 ok, 1 findings, 2 usage/I/O error)."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        return _COMMANDS[args.command](args)
+    except (UsageError, EnvscopeError) as exc:
         print(f"envscope: error: {exc}", file=sys.stderr)
         return 2
-    return 0

@@ -8,6 +8,7 @@ Every error envscope raises derives from one root, so a host can catch
     │   ├── NotConfiguredError    module-level build with no default host
     │   └── RoutingError          e.g. a credentialed child under multiplex with no routed home
     ├── FileError                 anything about a file: always names the path (and line/field)
+    │   ├── ConfigFileError       an invalid host config file (envscope.yaml)
     │   ├── CatalogError          an invalid catalog YAML
     │   ├── ManifestError         an unreadable, unparsable or invalid plugin manifest
     │   └── DotenvError           an unreadable or malformed dotenv file
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 __all__ = [
     "CatalogError",
+    "ConfigFileError",
     "ConfigurationError",
     "DotenvError",
     "EnvValueError",
@@ -71,6 +73,10 @@ class FileError(EnvscopeError):
         if self.field:
             return f"{where}: {self.field}: {self.message}"
         return f"{where}: {self.message}"
+
+
+class ConfigFileError(FileError):
+    """An invalid host config file (names the file and the field)."""
 
 
 class CatalogError(FileError):

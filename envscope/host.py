@@ -19,14 +19,14 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
 from envscope import stages
-from envscope._declarations import EMPTY_DECLARATIONS, HomeDeclarations, Origin, OriginKind, norm
+from envscope._declarations import HomeDeclarations, Origin, OriginKind, norm
 from envscope._dotenv import read_dotenv
 from envscope.catalog import Catalog
 from envscope.errors import EnvscopeError, EnvValueError, RoutingError
 from envscope.policy import Adapter, SecretPolicy, build_policy
 from envscope.sources import SecretSource
-from envscope.surfaces import Surface, mcp_allowlist
-from envscope.trace import Trace
+from envscope.surfaces import BaseFilter, Surface, SurfacePolicy, mcp_allowlist
+from envscope.trace import Action, Reason, Stage, Trace
 
 if TYPE_CHECKING:
     from envscope._fs import FileSystem
@@ -104,6 +104,7 @@ class Host:
         fs: FileSystem | None = None,
         on_unreadable_platform: Literal["raise", "deny"] = "raise",
         windows: bool | None = None,
+        surface_policies: Mapping[Surface | str, SurfacePolicy] | None = None,
     ) -> None:
         self.launch_home = home_identity(launch_home)
         self.multiplex = multiplex
@@ -116,6 +117,8 @@ class Host:
         self._fs = fs
         self._on_unreadable_platform: Literal["raise", "deny"] = on_unreadable_platform
         self._windows = _WINDOWS if windows is None else windows
+        self._surface_policies = {Surface(k): v for k, v in (surface_policies or {}).items()}
+        self._fingerprint_key: bytes | None = None
         self._lock = threading.Lock()
         self._sources: list[SecretSource] = []
         self._dotenv_keys: set[str] = set()
@@ -291,8 +294,10 @@ class Host:
         binding = self._binding.get()
         return self.launch_home if binding is None else binding.home
 
-    def _declarations(self, home: str) -> HomeDeclarations:
-        if self._manifests is None:
+    def _cache(self) -> ManifestCache:
+        """The host's manifest cache (created on first use: it imports cachetools)."""
+        cache = self._manifests
+        if cache is None:
             from envscope._manifest_cache import ManifestCache
 
             with self._lock:
@@ -302,9 +307,23 @@ class Host:
                         fs=self._fs,
                         on_unreadable_platform=self._on_unreadable_platform,
                     )
-        if self._manifests is None:  # pragma: no cover - set just above
-            return EMPTY_DECLARATIONS
-        return self._manifests.declarations(home, home)
+                cache = self._manifests
+        return cache
+
+    def _declarations(self, home: str) -> HomeDeclarations:
+        return self._cache().declarations(home, home)
+
+    def manifest_declarations(
+        self, home: str | os.PathLike[str] | None = None, *, strict: bool = False
+    ) -> HomeDeclarations:
+        """What the manifests of a home declare (raw, before the catalog's precedence).
+
+        With ``strict`` an unreadable platform manifest raises whatever the
+        host's mode; without it, it is reported in ``problems``.
+        """
+        target = self._target(home)
+        mode: Literal["raise", "deny"] = "raise" if strict else "deny"
+        return self._cache().declarations(target, target, on_unreadable_platform=mode)
 
     def policy(self, home: str | os.PathLike[str] | None = None) -> SecretPolicy:
         """The secret policy of a home (the bound home, else the launch home)."""
@@ -391,27 +410,69 @@ class Host:
         supplied = self.source_supplied_names()
         if binding is not None:
             supplied = supplied | binding.source_names
+        surface_policy = self._surface_policies.get(surface)
+        allowlist = None
+        if surface.is_allowlist:
+            allowlist = mcp_allowlist(
+                windows=self._windows, supplied=frozenset(map(norm, supplied))
+            )
+        base_filter = None
+        if allowlist is not None or surface_policy is not None:
+            base_filter = BaseFilter(allowlist, surface_policy, self._windows)
         options = stages.SanitizeOptions(
             extra=extras,
             inherit_credentials=inherit_credentials or surface.inherits_credentials,
             passthrough=tuple(passthrough),
             passthrough_source=stages.to_entries(scope) if routed else entries,
-            allowlist=(
-                mcp_allowlist(windows=self._windows, supplied=frozenset(map(norm, supplied)))
-                if surface.is_allowlist
-                else None
-            ),
+            base_filter=base_filter,
             drop_shell_functions=surface is Surface.MCP,
             pinned={self.home_env_var: target} if surface is Surface.WORKER else {},
+            surface_set={} if surface_policy is None else surface_policy.set_env,
         )
-        return stages.sanitize(entries, policy, options, trace=trace)
+        child = stages.sanitize(entries, policy, options, trace=trace)
+        if trace is not None:
+            self._finish_trace(trace, child, target, surface, routed, policy)
+        return child
+
+    def _finish_trace(
+        self,
+        trace: Trace,
+        child: Mapping[str, str],
+        target: str,
+        surface: Surface,
+        routed: bool,
+        policy: SecretPolicy,
+    ) -> None:
+        """Record a ``kept`` decision for every key no stage touched, and the build's context."""
+        seen = trace.final()
+        for key, value in child.items():
+            last = seen.get(key.upper())
+            if last is None or last.removed:  # untouched, or a case twin was dropped
+                reason = Reason.GLOBAL_NAME if norm(key) in self.global_names else Reason.INHERITED
+                trace.record(key, Action.KEPT, Stage.SANITIZE, reason, value=value)
+        ctx = trace.context
+        ctx.home, ctx.surface, ctx.routed = target, surface.value, routed
+        ctx.complete, ctx.problems = policy.complete, policy.problems
+        ctx.child_keys = tuple(child)
+
+    def fingerprint(self, value: str) -> str:
+        """A short keyed fingerprint of a value (the key is this host's; see docs/audit.md)."""
+        key = self._fingerprint_key
+        if key is None:
+            from envscope._fingerprint import FINGERPRINT_ENV, load_or_create_key
+
+            key = load_or_create_key(self.launch_home, self._environ.get(FINGERPRINT_ENV))
+            self._fingerprint_key = key
+        from envscope._fingerprint import fingerprint
+
+        return fingerprint(key, value)
 
     def launch_residue(self) -> frozenset[str]:
         """Upper-cased residue names right now (recorded keys, launch .env keys, supplied names)."""
         return self._residue()[0]
 
     def explain(self, base: Mapping[str, str] | None = None, **kwargs: object) -> Trace:
-        """Run a build with a fresh trace and return the trace."""
-        trace = Trace()
+        """Run a build with a fresh, fingerprinting trace and return the trace."""
+        trace = Trace(fingerprint=self.fingerprint)
         self.build_subprocess_env(base, trace=trace, **kwargs)  # type: ignore[arg-type]
         return trace

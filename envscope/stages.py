@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from envscope._declarations import Origin, OriginKind, Tier, norm
 from envscope.policy import SecretPolicy
-from envscope.surfaces import Allowlist
+from envscope.surfaces import BaseFilter
 from envscope.trace import Action, Reason, Stage, Trace
 
 __all__ = [
@@ -49,7 +49,9 @@ def to_entries(env: Mapping[str, str], trace: Trace | None = None) -> Entries:
             keep_new = key == up and prev[0] != up
             dropped = prev[0] if keep_new else key
             if trace is not None:
-                trace.record(dropped, Action.STRIPPED, Stage.RESIDUE, Reason.CASE_DUPLICATE)
+                reason = Reason.CASE_DUPLICATE
+                dropped_value = prev[1] if keep_new else value
+                trace.record(dropped, Action.STRIPPED, Stage.RESIDUE, reason, value=dropped_value)
             if not keep_new:
                 continue
         out[up] = (key, value)
@@ -99,7 +101,7 @@ def strip_residue(
         if reason is None:
             out[up] = item
         elif trace is not None:
-            trace.record(item[0], Action.STRIPPED, Stage.RESIDUE, reason, origin)
+            trace.record(item[0], Action.STRIPPED, Stage.RESIDUE, reason, origin, value=item[1])
     return out
 
 
@@ -118,7 +120,7 @@ def _overlay(
         if trace is not None:
             action = Action.OVERRIDDEN if up in out else Action.ADDED
             origin = default_origin if origins is None else origins.get(up, default_origin)
-            trace.record(key, action, stage, reason, origin)
+            trace.record(key, action, stage, reason, origin, value=value)
         out[up] = (key, value)
     return out
 
@@ -156,9 +158,10 @@ class SanitizeOptions:
     inherit_credentials: bool = False
     passthrough: Sequence[str] = ()
     passthrough_source: Entries | None = None
-    allowlist: Allowlist | None = None
+    base_filter: BaseFilter | None = None
     drop_shell_functions: bool = False
     pinned: Mapping[str, str] = field(default_factory=dict)
+    surface_set: Mapping[str, str] = field(default_factory=dict)
 
 
 def _is_forced(up: str) -> bool:
@@ -174,27 +177,47 @@ def sanitize(
 ) -> dict[str, str]:
     """Stage 4: allowlist, merge extras, strip tiers, passthrough, unwrap forced names.
 
-    Order: (a) on an allowlist surface, drop base keys not on the list;
-    (b) drop force-prefixed keys of the base (never unwrapped); (c) merge the
-    caller's ``extra`` and ``pinned`` values; (d) strip Tier 1 always and
-    Tier 2 unless credentials are inherited; (e) resolve passthrough names
-    from ``passthrough_source`` (refused for declared names); (f) unwrap the
+    Order: (a) drop base keys the surface's filter rejects (the MCP
+    allowlist, a surface policy's inherit/include/exclude); (b) drop
+    force-prefixed keys of the base (never unwrapped); (c) merge the surface
+    policy's ``set`` values, then the caller's ``extra``, then ``pinned``;
+    (d) strip Tier 1 always and Tier 2 unless credentials are inherited;
+    (e) resolve passthrough names from ``passthrough_source`` (refused for
+    declared names); (f) unwrap the
     caller's force-prefixed extras, never to a Tier 1 name; (g) drop
     exported shell functions where asked.
     """
     out: Entries = {}
-    allow = options.allowlist
+    base_filter = options.base_filter
     for up, item in entries.items():
-        if allow is not None and not allow.allows(up):
-            if trace is not None:
-                trace.record(item[0], Action.STRIPPED, Stage.SANITIZE, Reason.NOT_ALLOWLISTED)
-            continue
+        if base_filter is not None:
+            rejected = base_filter.reject(up)
+            if rejected is not None:
+                if trace is not None:
+                    origin = None if rejected is Reason.NOT_ALLOWLISTED else base_filter.origin
+                    record = trace.record
+                    record(
+                        item[0], Action.STRIPPED, Stage.SANITIZE, rejected, origin, value=item[1]
+                    )
+                continue
+            if trace is not None and base_filter.included(up):
+                origin = base_filter.origin
+                reason = Reason.INCLUDED
+                trace.record(item[0], Action.KEPT, Stage.SANITIZE, reason, origin, value=item[1])
         if _is_forced(up):
             if trace is not None:
                 reason = Reason.FORCE_PREFIX_IN_BASE
-                trace.record(item[0], Action.STRIPPED, Stage.SANITIZE, reason)
+                trace.record(item[0], Action.STRIPPED, Stage.SANITIZE, reason, value=item[1])
             continue
         out[up] = item
+
+    set_origin = None if base_filter is None else base_filter.origin
+    for key, value in options.surface_set.items():
+        if trace is not None:
+            action = Action.OVERRIDDEN if key.upper() in out else Action.ADDED
+            reason = Reason.SURFACE_SET
+            trace.record(key, action, Stage.EXTRA, reason, set_origin, value=value)
+        out[key.upper()] = (key, value)
 
     forced: list[tuple[str, str]] = []
     for key, value in options.extra.items():
@@ -204,12 +227,12 @@ def sanitize(
             continue
         if trace is not None:
             action = Action.OVERRIDDEN if up in out else Action.ADDED
-            trace.record(key, action, Stage.EXTRA, Reason.CALLER_EXTRA, _CALLER)
+            trace.record(key, action, Stage.EXTRA, Reason.CALLER_EXTRA, _CALLER, value=value)
         out[up] = (key, value)
     for key, value in options.pinned.items():
         if trace is not None:
             origin = Origin(OriginKind.SURFACE, "worker")
-            trace.record(key, Action.ADDED, Stage.EXTRA, Reason.HOME_VAR, origin)
+            trace.record(key, Action.ADDED, Stage.EXTRA, Reason.HOME_VAR, origin, value=value)
         out[key.upper()] = (key, value)
 
     _strip_tiers(out, policy, options.inherit_credentials, trace)
@@ -219,8 +242,9 @@ def sanitize(
     if options.drop_shell_functions:
         for up in [u for u, (_, v) in out.items() if v.startswith("()")]:
             if trace is not None:
-                key = out[up][0]
-                trace.record(key, Action.STRIPPED, Stage.SANITIZE, Reason.SHELL_FUNCTION)
+                key, value = out[up]
+                reason = Reason.SHELL_FUNCTION
+                trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
             del out[up]
     return from_entries(out)
 
@@ -234,13 +258,14 @@ def _strip_tiers(
             continue
         if decl.tier is Tier.TIER2 and inherit_credentials:
             if trace is not None:
-                key = out[up][0]
+                key, value = out[up]
                 reason = Reason.TIER2_INHERITED
-                trace.record(key, Action.KEPT, Stage.SANITIZE, reason, decl.origin)
+                trace.record(key, Action.KEPT, Stage.SANITIZE, reason, decl.origin, value=value)
             continue
         if trace is not None:
             reason = Reason.TIER1 if decl.tier is Tier.TIER1 else Reason.TIER2
-            trace.record(out[up][0], Action.STRIPPED, Stage.SANITIZE, reason, decl.origin)
+            key, value = out[up]
+            trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, decl.origin, value=value)
         del out[up]
 
 
@@ -264,12 +289,15 @@ def _resolve_passthrough(
         found = source.get(up)
         if found is not None:
             if trace is not None:
-                trace.record(found[0], Action.ADDED, Stage.SANITIZE, Reason.PASSTHROUGH, _CALLER)
+                reason = Reason.PASSTHROUGH
+                key, value = found
+                trace.record(key, Action.ADDED, Stage.SANITIZE, reason, _CALLER, value=value)
             out[up] = found
         elif up in out:
             if trace is not None:
                 reason = Reason.PASSTHROUGH_NOT_IN_SCOPE
-                trace.record(out[up][0], Action.STRIPPED, Stage.SANITIZE, reason)
+                key, value = out[up]
+                trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
             del out[up]
 
 
@@ -288,9 +316,11 @@ def _unwrap_forced(
         if decl is not None and decl.tier is Tier.TIER1:
             if trace is not None:
                 reason = Reason.FORCE_REFUSED
-                trace.record(target, Action.REFUSED, Stage.SANITIZE, reason, decl.origin)
+                trace.record(
+                    target, Action.REFUSED, Stage.SANITIZE, reason, decl.origin, value=value
+                )
             out.pop(up, None)
             continue
         if trace is not None:
-            trace.record(target, Action.ADDED, Stage.SANITIZE, Reason.FORCED, _CALLER)
+            trace.record(target, Action.ADDED, Stage.SANITIZE, Reason.FORCED, _CALLER, value=value)
         out[up] = (target, value)

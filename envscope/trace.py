@@ -1,18 +1,21 @@
 """The trace: one decision per key and stage, saying what happened and why.
 
-A trace never holds a value. Stages call ``Trace.record``; when a build runs
-without a trace, stages skip the bookkeeping entirely.
+A trace never holds a value, only a short keyed fingerprint of it (when the
+trace was given a ``fingerprint`` function, as ``Host.explain`` does), so two
+traces can say "changed" without revealing what. Stages call
+``Trace.record``; when a build runs without a trace, stages skip the
+bookkeeping entirely.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
-from envscope._declarations import Origin
+from envscope._declarations import Origin, Problem
 
-__all__ = ["Action", "Decision", "Reason", "Stage", "Trace"]
+__all__ = ["Action", "Decision", "Reason", "Stage", "Trace", "TraceContext"]
 
 
 class Action(enum.Enum):
@@ -61,6 +64,10 @@ class Reason(enum.Enum):
     CASE_DUPLICATE = "case-duplicate"
     HOME_VAR = "home-var"
     UNSCRUBBED = "unscrubbed"
+    NOT_INHERITED = "not-inherited"
+    EXCLUDED = "excluded"
+    INCLUDED = "included"
+    SURFACE_SET = "surface-set"
 
     @property
     def sentence(self) -> str:
@@ -92,7 +99,17 @@ _SENTENCES: dict[Reason, str] = {
     Reason.CASE_DUPLICATE: "another key differing only in case was kept",
     Reason.HOME_VAR: "the worker's target home",
     Reason.UNSCRUBBED: "scrubbing turned off by the caller",
+    Reason.NOT_INHERITED: "this surface's policy does not inherit it",
+    Reason.EXCLUDED: "excluded by this surface's policy",
+    Reason.INCLUDED: "included by this surface's policy",
+    Reason.SURFACE_SET: "set by this surface's policy",
 }
+
+# How Trace.summary() groups the reasons a key was removed.
+_SECRET_REASONS = frozenset(
+    {Reason.TIER1, Reason.TIER2, Reason.PASSTHROUGH_REFUSED, Reason.FORCE_REFUSED}
+)
+_RESIDUE_REASONS = frozenset({Reason.LAUNCH_RESIDUE, Reason.LAUNCH_GATE, Reason.LAUNCH_CREDENTIAL})
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +122,12 @@ class Decision:
     reason: Reason
     origin: Origin | None = None
     note: str | None = None
+    fingerprint: str | None = None
+
+    @property
+    def removed(self) -> bool:
+        """True when this decision keeps the key from the child."""
+        return self.action in (Action.STRIPPED, Action.REFUSED)
 
     def __str__(self) -> str:
         origin = "" if self.origin is None else f" [{self.origin}]"
@@ -113,13 +136,36 @@ class Decision:
         )
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+@dataclass
+class TraceContext:
+    """What a build was for: filled in by ``Host`` when it runs a traced build."""
+
+    home: str = ""
+    surface: str = ""
+    routed: bool = False
+    complete: bool = True
+    problems: tuple[Problem, ...] = ()
+    child_keys: tuple[str, ...] = ()
+    warnings: list[str] = field(default_factory=list)
+
+
 class Trace:
-    """An ordered record of decisions; iterable; ``final()`` gives the last one per key."""
+    """An ordered record of decisions; iterable; ``final()`` gives the last one per key.
 
-    __slots__ = ("_decisions",)
+    ``fingerprint`` (optional) maps a value to a short keyed digest; without it
+    decisions carry no fingerprint. A trace never stores a value.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_decisions", "_fingerprint", "context")
+
+    def __init__(self, fingerprint: Callable[[str], str] | None = None) -> None:
         self._decisions: list[Decision] = []
+        self._fingerprint = fingerprint
+        self.context = TraceContext()
 
     def record(
         self,
@@ -129,9 +175,14 @@ class Trace:
         reason: Reason,
         origin: Origin | None = None,
         note: str | None = None,
+        *,
+        value: str | None = None,
     ) -> None:
-        """Append one decision."""
-        self._decisions.append(Decision(key, action, stage, reason, origin, note))
+        """Append one decision (``value`` is only fingerprinted, never stored)."""
+        digest = None
+        if value is not None and self._fingerprint is not None:
+            digest = self._fingerprint(value)
+        self._decisions.append(Decision(key, action, stage, reason, origin, note, digest))
 
     def __iter__(self) -> Iterator[Decision]:
         return iter(self._decisions)
@@ -147,3 +198,22 @@ class Trace:
         """Every decision about one key (any case), in order."""
         wanted = key.upper()
         return [d for d in self._decisions if d.key.upper() == wanted]
+
+    def removed(self) -> dict[str, Decision]:
+        """The final decision of every key kept from the child."""
+        return {k: d for k, d in self.final().items() if d.removed}
+
+    def summary(self) -> str:
+        """One line a host can log when a child fails, so no stripped variable is a mystery."""
+        removed = list(self.removed().values())
+        secrets = sum(1 for d in removed if d.reason in _SECRET_REASONS)
+        residue = sum(1 for d in removed if d.reason in _RESIDUE_REASONS)
+        other = len(removed) - secrets - residue
+        parts = [_count(secrets, "declared secret"), f"{residue} launch residue"]
+        if other:
+            parts.append(f"{other} by surface policy")
+        return (
+            f"envscope removed {_count(len(removed), 'variable')} for this child: "
+            f"{', '.join(parts)}; "
+            "run `envscope explain` for details"
+        )

@@ -15,7 +15,7 @@ from envscope.stages import (
     strip_residue,
     to_entries,
 )
-from envscope.surfaces import Allowlist
+from envscope.surfaces import Allowlist, BaseFilter
 
 POLICY = build_policy(Catalog.default())
 
@@ -92,7 +92,11 @@ def test_overlay_and_managed_replace_any_case() -> None:
             SanitizeOptions(inherit_credentials=True),
             {"OPENAI_API_KEY": "k"},
         ),
-        ({"K": "v", "Z": "z"}, SanitizeOptions(allowlist=Allowlist(frozenset({"K"}))), {"K": "v"}),
+        (
+            {"K": "v", "Z": "z"},
+            SanitizeOptions(base_filter=BaseFilter(Allowlist(frozenset({"K"})))),
+            {"K": "v"},
+        ),
         ({}, SanitizeOptions(extra={"E": "e"}), {"E": "e"}),
         ({}, SanitizeOptions(pinned={"H": "/h"}), {"H": "/h"}),
         ({"F": "() {"}, SanitizeOptions(drop_shell_functions=True), {}),

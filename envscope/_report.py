@@ -1,0 +1,238 @@
+"""Pure formatters for the command line: snapshots, explain tables, diffs, scan reports.
+
+Nothing here prints or reads a file; ``cli.main`` does. No function here
+ever renders a value unless it is handed one explicitly (``--show-values``),
+and Tier 1 values are masked even then.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from envscope._declarations import Origin, Problem
+from envscope.trace import Trace
+
+__all__ = [
+    "SNAPSHOT_VERSION",
+    "DiffEntry",
+    "ScanReport",
+    "diff_snapshots",
+    "format_diff",
+    "format_explain",
+    "format_json",
+    "format_scan",
+    "scan_json",
+    "snapshot_of",
+]
+
+SNAPSHOT_VERSION = 1
+MASK = "********"
+_COLORS = {"kept": "32", "added": "32", "overridden": "33", "stripped": "31", "refused": "31"}
+JsonDict = dict[str, Any]
+
+
+def _origin_text(origin: Origin | None, relative_to: str | None) -> str | None:
+    if origin is None:
+        return None
+    if relative_to and origin.path and os.path.isabs(origin.path):
+        rel = os.path.relpath(origin.path, relative_to)
+        if not rel.startswith(".."):
+            origin = Origin(origin.kind, origin.detail, rel, origin.line)
+    return str(origin)
+
+
+def snapshot_of(
+    trace: Trace, *, home: str, surface: str | None = None, relative_to: str | None = None
+) -> JsonDict:
+    """The JSON an auditor keeps: keys, final decisions, fingerprints; never a value.
+
+    Origin paths under ``relative_to`` are shown relative to it.
+    """
+    ctx = trace.context
+    child = frozenset(k.upper() for k in ctx.child_keys)
+    keys: JsonDict = {}
+    for up, d in sorted(trace.final().items()):
+        keys[d.key] = {
+            "in_child": up in child,
+            "action": "kept" if up in child and d.removed else d.action.value,
+            "stage": d.stage.value,
+            "reason": d.reason.value,
+            "origin": _origin_text(d.origin, relative_to),
+            "fingerprint": d.fingerprint,
+        }
+    return {
+        "envscope_snapshot": SNAPSHOT_VERSION,
+        "home": home,
+        "surface": surface or ctx.surface,
+        "routed": ctx.routed,
+        "policy": {
+            "complete": ctx.complete,
+            "problems": [_problem_text(p, relative_to) for p in ctx.problems],
+        },
+        "child": sorted(ctx.child_keys),
+        "keys": keys,
+        "warnings": list(ctx.warnings),
+    }
+
+
+def _problem_text(problem: Problem, relative_to: str | None) -> str:
+    if relative_to and os.path.isabs(problem.path):
+        rel = os.path.relpath(problem.path, relative_to)
+        if not rel.startswith(".."):
+            problem = Problem(rel, problem.message, problem.line, problem.field, problem.plugin)
+    return str(problem)
+
+
+def format_json(data: object) -> str:
+    """Stable JSON: sorted keys, two-space indent, a trailing newline."""
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _table(rows: Sequence[Sequence[str]], color_col: int | None, color: bool) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for n, row in enumerate(rows):
+        cells = [c.ljust(w) for c, w in zip(row, widths, strict=True)]
+        if color and n > 0 and color_col is not None:
+            code = _COLORS.get(row[color_col].strip())
+            if code:
+                cells[color_col] = f"\x1b[{code}m{cells[color_col]}\x1b[0m"
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def format_explain(
+    snapshot: JsonDict,
+    *,
+    values: Mapping[str, str] | None = None,
+    is_tier1: Callable[[str], bool] = lambda _key: True,
+    color: bool = False,
+) -> str:
+    """An aligned table of every key (action, stage, reason, origin) and a summary line.
+
+    ``values`` (``--show-values``) adds a VALUE column; Tier 1 values are
+    masked even then.
+    """
+    header = ["KEY", "ACTION", "STAGE", "REASON", "ORIGIN"]
+    if values is not None:
+        header.append("VALUE")
+    rows: list[list[str]] = [header]
+    for key, info in snapshot["keys"].items():
+        row = [key, info["action"], info["stage"], info["reason"], info["origin"] or ""]
+        if values is not None:
+            shown = values.get(key)
+            row.append("" if shown is None else MASK if is_tier1(key) else shown)
+        rows.append(row)
+    title = f"envscope explain: {snapshot['surface']} child for {snapshot['home']}"
+    if snapshot["routed"]:
+        title += " (routed)"
+    lines = [title, "", *_table(rows, 1, color), ""]
+    kept = len(snapshot["child"])
+    removed = sum(1 for info in snapshot["keys"].values() if not info["in_child"])
+    policy = snapshot["policy"]
+    status = "complete" if policy["complete"] else "PARTIAL (failing closed)"
+    lines.append(f"{kept} kept, {removed} removed; policy {status}")
+    lines.extend(f"problem: {p}" for p in policy["problems"])
+    lines.extend(f"warning: {w}" for w in snapshot["warnings"])
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class DiffEntry:
+    """One difference between two snapshots, with the rule that explains it."""
+
+    key: str
+    change: str  # "added" | "removed" | "changed"
+    rule: str
+
+
+def _rule(info: Mapping[str, Any] | None, label: str) -> str:
+    if info is None:
+        return f"{label}: not in the parent env"
+    origin = f" ({info['origin']})" if info.get("origin") else ""
+    return f"{label}: {info['action']} at {info['stage']}, {info['reason']}{origin}"
+
+
+def diff_snapshots(
+    a: JsonDict, b: JsonDict, *, labels: tuple[str, str] = ("A", "B")
+) -> list[DiffEntry]:
+    """Keys added to, removed from and changed between two children's envs."""
+    a_keys = {k.upper(): (k, v) for k, v in a["keys"].items()}
+    b_keys = {k.upper(): (k, v) for k, v in b["keys"].items()}
+    a_child = {k.upper() for k in a["child"]}
+    b_child = {k.upper() for k in b["child"]}
+    out: list[DiffEntry] = []
+    for up in sorted(a_child | b_child):
+        a_info = a_keys.get(up, (up, None))[1]
+        b_info = b_keys.get(up, (up, None))[1]
+        key = (b_keys.get(up) or a_keys.get(up) or (up, None))[0]
+        why = f"{_rule(a_info, labels[0])}; {_rule(b_info, labels[1])}"
+        if up not in a_child:
+            out.append(DiffEntry(key, "added", why))
+        elif up not in b_child:
+            out.append(DiffEntry(key, "removed", why))
+        elif (
+            a_info is not None
+            and b_info is not None
+            and a_info["fingerprint"] != b_info["fingerprint"]
+        ):
+            out.append(DiffEntry(key, "changed", why))
+    return out
+
+
+def format_diff(entries: Iterable[DiffEntry], labels: tuple[str, str]) -> str:
+    """A table of differences (or a line saying there are none)."""
+    items = list(entries)
+    head = f"envscope diff: {labels[0]} → {labels[1]}"
+    if not items:
+        return f"{head}\n\nno differences\n"
+    rows = [["KEY", "CHANGE", "WHY"], *([e.key, e.change, e.rule] for e in items)]
+    counts = {c: sum(1 for e in items if e.change == c) for c in ("added", "removed", "changed")}
+    summary = ", ".join(f"{n} {c}" for c, n in counts.items())
+    return "\n".join([head, "", *_table(rows, None, False), "", summary]) + "\n"
+
+
+@dataclass(frozen=True)
+class ScanReport:
+    """What ``envscope scan`` found for one home (or one plugin directory)."""
+
+    label: str
+    secrets: Mapping[str, Sequence[str]]  # manifest path → declared secret names
+    problems: Sequence[Problem]
+
+
+def format_scan(reports: Iterable[ScanReport]) -> str:
+    """Every problem with file:line and field, and the declared secrets per plugin."""
+    lines: list[str] = []
+    total = 0
+    for report in reports:
+        lines.append(f"{report.label}:")
+        for path, names in sorted(report.secrets.items()):
+            lines.append(f"  {path}: {', '.join(sorted(names)) or '(no secrets)'}")
+        for problem in report.problems:
+            lines.append(f"  problem: {problem}")
+        total += len(report.problems)
+        lines.append("")
+    lines.append(f"{total} problem{'s' if total != 1 else ''}")
+    return "\n".join(lines) + "\n"
+
+
+def scan_json(reports: Iterable[ScanReport]) -> JsonDict:
+    """The scan as stable JSON."""
+    return {
+        "reports": [
+            {
+                "label": r.label,
+                "secrets": {p: sorted(n) for p, n in sorted(r.secrets.items())},
+                "problems": [
+                    {"path": p.path, "line": p.line, "field": p.field, "message": p.message}
+                    for p in r.problems
+                ],
+            }
+            for r in reports
+        ]
+    }
