@@ -20,6 +20,7 @@ from envscope._declarations import Origin, OriginKind, Problem, Tier
 from envscope.catalog import Catalog
 from envscope.errors import (
     CatalogError,
+    ConfigFileError,
     ConfigurationError,
     DotenvError,
     EnvscopeError,
@@ -34,7 +35,7 @@ from envscope.host import Binding, Host, home_identity
 from envscope.policy import SecretPolicy
 from envscope.sources import SecretSource, StaticSource
 from envscope.stages import FORCE_PREFIX
-from envscope.surfaces import Surface
+from envscope.surfaces import Inherit, Surface, SurfacePolicy
 from envscope.trace import Action, Decision, Reason, Stage, Trace
 
 __version__ = "0.1.0"
@@ -45,6 +46,7 @@ __all__ = [
     "Binding",
     "Catalog",
     "CatalogError",
+    "ConfigFileError",
     "ConfigurationError",
     "Decision",
     "DotenvError",
@@ -52,6 +54,7 @@ __all__ = [
     "EnvscopeError",
     "FileError",
     "Host",
+    "Inherit",
     "ManifestError",
     "NotConfiguredError",
     "Origin",
@@ -65,6 +68,7 @@ __all__ = [
     "Stage",
     "StaticSource",
     "Surface",
+    "SurfacePolicy",
     "Tier",
     "Trace",
     "__version__",

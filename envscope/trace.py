@@ -107,9 +107,15 @@ _SENTENCES: dict[Reason, str] = {
 
 # How Trace.summary() groups the reasons a key was removed.
 _SECRET_REASONS = frozenset(
-    {Reason.TIER1, Reason.TIER2, Reason.PASSTHROUGH_REFUSED, Reason.FORCE_REFUSED}
+    {
+        Reason.TIER1,
+        Reason.TIER2,
+        Reason.LAUNCH_CREDENTIAL,
+        Reason.PASSTHROUGH_REFUSED,
+        Reason.FORCE_REFUSED,
+    }
 )
-_RESIDUE_REASONS = frozenset({Reason.LAUNCH_RESIDUE, Reason.LAUNCH_GATE, Reason.LAUNCH_CREDENTIAL})
+_RESIDUE_REASONS = frozenset({Reason.LAUNCH_RESIDUE, Reason.LAUNCH_GATE})
 
 
 @dataclass(frozen=True, slots=True)

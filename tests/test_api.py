@@ -12,7 +12,8 @@ from envscope import Host, NotConfiguredError
 from tests.conftest import HostFactory
 
 PUBLIC = [
-    "FORCE_PREFIX", "Action", "Binding", "Catalog", "CatalogError", "ConfigurationError",
+    "FORCE_PREFIX", "Action", "Binding", "Catalog", "CatalogError", "ConfigFileError",
+    "ConfigurationError", "Inherit", "SurfacePolicy",
     "Decision", "DotenvError", "EnvValueError", "EnvscopeError", "FileError", "Host",
     "ManifestError", "NotConfiguredError", "Origin", "OriginKind", "PassthroughRefusedError",
     "Problem", "Reason", "RoutingError", "SecretPolicy", "SecretSource", "Stage",
@@ -59,7 +60,7 @@ def test_import_is_cheap() -> None:
 def test_errors_share_one_root() -> None:
     """Every exported error class derives from EnvscopeError."""
     errors = [getattr(envscope, n) for n in envscope.__all__ if n.endswith("Error")]
-    assert len(errors) == 10
+    assert len(errors) == 11
     assert all(issubclass(e, envscope.EnvscopeError) for e in errors)
 
 

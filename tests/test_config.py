@@ -1,0 +1,99 @@
+"""The host config file ``envscope.yaml``: discovery, validation errors, building a Host."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envscope import ConfigFileError, Surface
+from envscope.config import CONFIG_ENV, find_config, load_config
+from envscope.surfaces import Inherit
+
+
+def write(tmp_path: Path, text: str) -> str:
+    """Write an envscope.yaml and return its path."""
+    path = tmp_path / "envscope.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_paths_are_relative_to_the_file(tmp_path: Path) -> None:
+    """Every path in the file resolves against the file's directory."""
+    cfg = load_config(
+        write(
+            tmp_path,
+            "launch_home: ./a\nhomes: {b: ./b}\nmanaged_env_file: m.env\nbundled_plugins: bp\n"
+            "catalog: default\nmultiplex: true\n"
+            "surfaces: {script: {inherit: core, include: ['CI_*'], set: {PAGER: cat}}}\n",
+        )
+    )
+    assert cfg.launch_home == str(tmp_path / "a")
+    assert cfg.homes == {"b": str(tmp_path / "b")}
+    assert cfg.managed_env_file == str(tmp_path / "m.env")
+    assert cfg.catalog is None
+    assert cfg.multiplex is True
+    policy = cfg.surfaces[Surface.SCRIPT]
+    assert policy.inherit is Inherit.CORE
+    assert dict(policy.set_env) == {"PAGER": "cat"}
+    assert cfg.resolve_home("b") == str(tmp_path / "b")
+    assert cfg.resolve_home(None) == cfg.launch_home
+    assert cfg.home_name(str(tmp_path / "b")) == "b"
+    assert cfg.home_name(str(tmp_path / "a")) == "launch"
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("homes: {}\n", "launch_home"),
+        ("launch_home: 3\n", "launch_home"),
+        ("launch_home: a\nmultiplex: 'yes'\n", "multiplex"),
+        ("launch_home: a\nsurfaces: {shell: {}}\n", "surfaces.shell.[key]"),
+        ("launch_home: a\nsurfaces: {script: {inherit: some}}\n", "surfaces.script.inherit"),
+        ("launch_home: a\nsurfaces: {script: {set: {A: 1}}}\n", "surfaces.script.set.A"),
+        ("launch_home: a\nhome_env_var: 'BAD NAME'\n", "home_env_var"),
+        ("launch_home: a\nunknown: 1\n", "unknown"),
+    ],
+)
+def test_invalid_config_names_file_and_field(tmp_path: Path, text: str, field: str) -> None:
+    """An invalid config is a ConfigFileError naming the file and the field."""
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigFileError) as info:
+        load_config(path)
+    assert info.value.path == path
+    assert info.value.field == field
+
+
+def test_yaml_error_and_missing_file(tmp_path: Path) -> None:
+    """Unparsable YAML names the line; a missing file is a ConfigFileError."""
+    with pytest.raises(ConfigFileError) as info:
+        load_config(write(tmp_path, "launch_home: a\n  bad: [\n"))
+    assert info.value.line is not None
+    with pytest.raises(ConfigFileError, match="cannot read"):
+        load_config(str(tmp_path / "none.yaml"))
+
+
+def test_find_config_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--config wins, then $ENVSCOPE_CONFIG, then ./envscope.yaml, else None."""
+    monkeypatch.chdir(tmp_path)
+    assert find_config(None, {}) is None
+    write(tmp_path, "launch_home: .\n")
+    assert find_config(None, {}) == "envscope.yaml"
+    assert find_config(None, {CONFIG_ENV: "/x.yaml"}) == "/x.yaml"
+    assert find_config("/y.yaml", {CONFIG_ENV: "/x.yaml"}) == "/y.yaml"
+
+
+def test_build_host_uses_config(tmp_path: Path) -> None:
+    """build_host passes every setting to Host, including a custom catalog and surfaces."""
+    (tmp_path / "cat.yaml").write_text("tier1: [MY_HOST_SECRET]\n")
+    (tmp_path / "a").mkdir()
+    cfg = load_config(
+        write(
+            tmp_path,
+            "launch_home: a\ncatalog: cat.yaml\nhome_env_var: AGENT_HOME\n"
+            "surfaces: {terminal: {exclude: ['NOISY_*']}}\n",
+        )
+    )
+    host = cfg.build_host({"MY_HOST_SECRET": "s", "NOISY_X": "1", "OPENAI_API_KEY": "k"})
+    assert host.home_env_var == "AGENT_HOME"
+    assert host.build_subprocess_env() == {"OPENAI_API_KEY": "k"}
