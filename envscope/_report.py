@@ -152,7 +152,7 @@ class DiffEntry:
 
 def _rule(info: Mapping[str, Any] | None, label: str) -> str:
     if info is None:
-        return f"{label}: not in the parent env"
+        return f"{label}: never seen (not in its parent env or scope)"
     origin = f" ({info['origin']})" if info.get("origin") else ""
     return f"{label}: {info['action']} at {info['stage']}, {info['reason']}{origin}"
 
