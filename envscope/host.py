@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["Binding", "Host", "home_identity"]
 
 _WINDOWS = sys.platform == "win32"
+DEFAULT_MAX_ENV_BYTES = 1024 * 1024  # half of Linux's usual ARG_MAX, leaving room for argv
 
 
 def home_identity(path: str | os.PathLike[str]) -> str:
@@ -105,6 +106,8 @@ class Host:
         on_unreadable_platform: Literal["raise", "deny"] = "raise",
         windows: bool | None = None,
         surface_policies: Mapping[Surface | str, SurfacePolicy] | None = None,
+        strip_value_aliases: bool = True,
+        max_env_bytes: int = DEFAULT_MAX_ENV_BYTES,
     ) -> None:
         self.launch_home = home_identity(launch_home)
         self.multiplex = multiplex
@@ -119,6 +122,8 @@ class Host:
         self._windows = _WINDOWS if windows is None else windows
         self._surface_policies = {Surface(k): v for k, v in (surface_policies or {}).items()}
         self._fingerprint_key: bytes | None = None
+        self._strip_value_aliases = strip_value_aliases
+        self._max_env_bytes = max_env_bytes
         self._lock = threading.Lock()
         self._sources: list[SecretSource] = []
         self._dotenv_keys: set[str] = set()
@@ -388,6 +393,7 @@ class Host:
         policy = self.policy(target)
         entries = stages.to_entries(snapshot, trace)
         scope: Mapping[str, str] = {} if binding is None else binding.scope
+        stripped = stages.StrippedSecrets() if self._strip_value_aliases else None
         if routed:
             managed = self._managed()
             if strip_launch_profile:
@@ -401,6 +407,7 @@ class Host:
                     policies=policies,
                     residue_origins=None if binding is None else binding.residue_origins,
                     trace=trace,
+                    stripped=stripped,
                 )
             origins = None if binding is None else binding.scope_origins
             entries = stages.overlay_scope(
@@ -428,8 +435,10 @@ class Host:
             drop_shell_functions=surface is Surface.MCP,
             pinned={self.home_env_var: target} if surface is Surface.WORKER else {},
             surface_set={} if surface_policy is None else surface_policy.set_env,
+            stripped=stripped,
         )
         child = stages.sanitize(entries, policy, options, trace=trace)
+        stages.validate_block(child, max_total_bytes=self._max_env_bytes, trace=trace)
         if trace is not None:
             self._finish_trace(trace, child, target, surface, routed, policy)
         return child

@@ -12,27 +12,62 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from envscope._declarations import Origin, OriginKind, Tier, norm
+from envscope._declarations import (
+    Declaration,
+    Origin,
+    OriginKind,
+    Tier,
+    has_secret_suffix,
+    norm,
+)
+from envscope.errors import EnvValueError
 from envscope.policy import SecretPolicy
 from envscope.surfaces import BaseFilter
 from envscope.trace import Action, Reason, Stage, Trace
 
 __all__ = [
     "FORCE_PREFIX",
+    "MAX_VALUE_BYTES",
     "Entries",
     "SanitizeOptions",
+    "StrippedSecrets",
     "apply_managed",
     "from_entries",
     "overlay_scope",
     "sanitize",
     "strip_residue",
     "to_entries",
+    "validate_block",
 ]
 
 FORCE_PREFIX = "_ENVSCOPE_FORCE_"
 Entries = dict[str, tuple[str, str]]
 
 _CALLER = Origin(OriginKind.CALLER, "extra")
+MIN_ALIAS_LENGTH = 8
+MAX_VALUE_BYTES = 128 * 1024  # Linux MAX_ARG_STRLEN: one "KEY=value" string
+_DECLARED_SECRET_KINDS = frozenset({OriginKind.MANIFEST, OriginKind.PARTIAL_SCAN})
+
+
+class StrippedSecrets:
+    """Collects the values of stripped *secrets* during one build, for the alias rule.
+
+    A secret is a declared name with a secret suffix, or one a manifest
+    declared; base URLs and model names are not. Values shorter than
+    ``MIN_ALIAS_LENGTH`` are ignored (too likely to collide by chance).
+    """
+
+    __slots__ = ("values",)
+
+    def __init__(self) -> None:
+        self.values: dict[str, Declaration] = {}
+
+    def add(self, decl: Declaration, value: str) -> None:
+        """Remember a stripped declared name's value when the name is a secret."""
+        if len(value) < MIN_ALIAS_LENGTH:
+            return
+        if has_secret_suffix(decl.name) or decl.origin.kind in _DECLARED_SECRET_KINDS:
+            self.values.setdefault(value, decl)
 
 
 def to_entries(env: Mapping[str, str], trace: Trace | None = None) -> Entries:
@@ -71,6 +106,7 @@ def strip_residue(
     policies: Sequence[SecretPolicy],
     residue_origins: Mapping[str, Origin] | None = None,
     trace: Trace | None = None,
+    stripped: StrippedSecrets | None = None,
 ) -> Entries:
     """Stage 1: drop the launch profile's residue, credentials and authorization gates.
 
@@ -89,11 +125,19 @@ def strip_residue(
         if up in residue:
             reason = Reason.LAUNCH_RESIDUE
             origin = None if residue_origins is None else residue_origins.get(up)
+            if stripped is not None:
+                for policy in policies:
+                    decl = policy.declaration(up)
+                    if decl is not None:
+                        stripped.add(decl, item[1])
+                        break
         else:
             for policy in policies:
                 decl = policy.declaration(up)
                 if decl is not None:
                     reason, origin = Reason.LAUNCH_CREDENTIAL, decl.origin
+                    if stripped is not None:
+                        stripped.add(decl, item[1])
                     break
                 if policy.is_gate(up):
                     reason = Reason.LAUNCH_GATE
@@ -162,6 +206,7 @@ class SanitizeOptions:
     drop_shell_functions: bool = False
     pinned: Mapping[str, str] = field(default_factory=dict)
     surface_set: Mapping[str, str] = field(default_factory=dict)
+    stripped: StrippedSecrets | None = None  # set to strip value aliases of stripped secrets
 
 
 def _is_forced(up: str) -> bool:
@@ -235,9 +280,12 @@ def sanitize(
             trace.record(key, Action.ADDED, Stage.EXTRA, Reason.HOME_VAR, origin, value=value)
         out[key.upper()] = (key, value)
 
-    _strip_tiers(out, policy, options.inherit_credentials, trace)
+    _strip_tiers(out, policy, options.inherit_credentials, trace, options.stripped)
     _resolve_passthrough(out, policy, options, trace)
     _unwrap_forced(out, policy, forced, trace)
+    if options.stripped is not None and options.stripped.values:
+        exempt = {key[len(FORCE_PREFIX) :].upper() for key, _ in forced}
+        _strip_aliases(out, options.stripped, exempt, trace)
 
     if options.drop_shell_functions:
         for up in [u for u, (_, v) in out.items() if v.startswith("()")]:
@@ -249,8 +297,29 @@ def sanitize(
     return from_entries(out)
 
 
+def _strip_aliases(
+    out: Entries, stripped: StrippedSecrets, exempt: set[str], trace: Trace | None
+) -> None:
+    """Strip kept keys whose value equals a stripped secret's (the secret named, never shown)."""
+    for up, (key, value) in list(out.items()):
+        decl = stripped.values.get(value)
+        if decl is None or up in exempt or decl.name in out:
+            continue  # no match, a caller's forced value, or the secret itself is kept
+        if trace is not None:
+            note = f"same value as {decl.name}"
+            reason = Reason.ALIAS_OF
+            trace.record(
+                key, Action.STRIPPED, Stage.SANITIZE, reason, decl.origin, note, value=value
+            )
+        del out[up]
+
+
 def _strip_tiers(
-    out: Entries, policy: SecretPolicy, inherit_credentials: bool, trace: Trace | None
+    out: Entries,
+    policy: SecretPolicy,
+    inherit_credentials: bool,
+    trace: Trace | None,
+    stripped: StrippedSecrets | None,
 ) -> None:
     for up in list(out):
         decl = policy.declaration(up)
@@ -262,11 +331,12 @@ def _strip_tiers(
                 reason = Reason.TIER2_INHERITED
                 trace.record(key, Action.KEPT, Stage.SANITIZE, reason, decl.origin, value=value)
             continue
+        key, value = out.pop(up)
+        if stripped is not None:
+            stripped.add(decl, value)
         if trace is not None:
             reason = Reason.TIER1 if decl.tier is Tier.TIER1 else Reason.TIER2
-            key, value = out[up]
             trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, decl.origin, value=value)
-        del out[up]
 
 
 def _resolve_passthrough(
@@ -324,3 +394,44 @@ def _unwrap_forced(
         if trace is not None:
             trace.record(target, Action.ADDED, Stage.SANITIZE, Reason.FORCED, _CALLER, value=value)
         out[up] = (target, value)
+
+
+def _utf8_len(text: str) -> int:
+    return len(text.encode("utf-8", "surrogateescape")) if not text.isascii() else len(text)
+
+
+def validate_block(
+    env: dict[str, str], *, max_total_bytes: int, trace: Trace | None = None
+) -> dict[str, str]:
+    """Check the finished env fits a child: valid names, no entry over 128 KiB, a total cap.
+
+    An entry whose name holds ``=`` or NUL (or is empty), or whose value holds
+    NUL, cannot be passed to ``execve``: it is dropped and recorded. An entry
+    over ``MAX_VALUE_BYTES`` or a block over ``max_total_bytes`` is an
+    ``EnvValueError`` naming the key (the largest one for the block), never a
+    silent ``E2BIG`` at spawn time.
+    """
+    total = 0
+    largest = ("", -1)
+    for key, value in list(env.items()):
+        if not key or "=" in key or "\x00" in key or "\x00" in value:
+            if trace is not None:
+                reason = Reason.INVALID_NAME
+                trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
+            del env[key]
+            continue
+        size = _utf8_len(key) + _utf8_len(value) + 2  # "=" and the terminating NUL
+        if size > MAX_VALUE_BYTES:
+            raise EnvValueError(
+                key, f"entry is {size} bytes, over the {MAX_VALUE_BYTES}-byte limit"
+            )
+        total += size
+        if size > largest[1]:
+            largest = (key, size)
+    if total > max_total_bytes:
+        raise EnvValueError(
+            largest[0],
+            f"the env block is {total} bytes, over the {max_total_bytes}-byte limit "
+            f"(largest entry: {largest[1]} bytes)",
+        )
+    return env

@@ -68,6 +68,9 @@ class Reason(enum.Enum):
     EXCLUDED = "excluded"
     INCLUDED = "included"
     SURFACE_SET = "surface-set"
+    ALIAS_OF = "alias-of"
+    TOO_LARGE = "too-large"
+    INVALID_NAME = "invalid-name"
 
     @property
     def sentence(self) -> str:
@@ -103,6 +106,9 @@ _SENTENCES: dict[Reason, str] = {
     Reason.EXCLUDED: "excluded by this surface's policy",
     Reason.INCLUDED: "included by this surface's policy",
     Reason.SURFACE_SET: "set by this surface's policy",
+    Reason.ALIAS_OF: "holds the same value as a stripped secret (named in the note)",
+    Reason.TOO_LARGE: "larger than a child env can carry",
+    Reason.INVALID_NAME: "not a valid environment entry (a name with '=' or NUL, or a NUL value)",
 }
 
 # How Trace.summary() groups the reasons a key was removed.
@@ -113,6 +119,7 @@ _SECRET_REASONS = frozenset(
         Reason.LAUNCH_CREDENTIAL,
         Reason.PASSTHROUGH_REFUSED,
         Reason.FORCE_REFUSED,
+        Reason.ALIAS_OF,
     }
 )
 _RESIDUE_REASONS = frozenset({Reason.LAUNCH_RESIDUE, Reason.LAUNCH_GATE})
