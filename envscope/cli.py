@@ -88,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
     check = sub.add_parser("check-spawns", help="find spawn sites that bypass the factory")
     check.add_argument("paths", nargs="+")
+    check.add_argument("--show-allowed", action="store_true", help="also list allowed sites")
     return parser
 
 
@@ -264,13 +265,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_check_spawns(args: argparse.Namespace) -> int:
-    from envscope._spawn_check import check_paths, format_spawn_sites
+    from envscope._spawn_check import check_paths, exit_status, format_spawn_sites
 
     sites, errors = check_paths(args.paths)
-    print(format_spawn_sites(sites, errors), end="")
-    if errors:
-        return 2
-    return 1 if any(not s.allowed for s in sites) else 0
+    print(format_spawn_sites(sites, errors, show_allowed=args.show_allowed), end="")
+    return exit_status(sites, errors)
 
 
 _COMMANDS = {

@@ -459,7 +459,14 @@ class Host:
             if last is None or last.removed:  # untouched, or a case twin was dropped
                 reason = Reason.GLOBAL_NAME if norm(key) in self.global_names else Reason.INHERITED
                 trace.record(key, Action.KEPT, Stage.SANITIZE, reason, value=value)
+        from envscope._findings import find_credential_values
+
         ctx = trace.context
+        for finding in find_credential_values(child, policy=policy):
+            ctx.warnings.append(
+                f"{finding.key}: the value looks like a {finding.kind} but no rule declares "
+                "the name (kept; declare it in the catalog or a manifest if it is a secret)"
+            )
         ctx.home, ctx.surface, ctx.routed = target, surface.value, routed
         ctx.complete, ctx.problems = policy.complete, policy.problems
         ctx.child_keys = tuple(child)

@@ -278,3 +278,32 @@ def test_module_entry_point() -> None:
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("envscope explain: terminal child for work (routed)")
+
+
+def test_check_spawns(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """check-spawns lists bypassing spawn sites with file:line (exit 1), clean code exits 0."""
+    spawns = ROOT / "fixtures" / "spawns"
+    assert main(["check-spawns", str(spawns / "clean.py")]) == 0
+    capsys.readouterr()
+    assert main(["check-spawns", str(spawns)]) == 1
+    out = capsys.readouterr().out
+    assert "legacy_cron.py:" in out
+    assert "bypass the factory" in out.splitlines()[-1]
+    broken = tmp_path / "broken.py"
+    broken.write_text("def f(:\n")
+    assert main(["check-spawns", str(broken)]) == 2
+    assert "broken.py" in capsys.readouterr().out
+
+
+def test_explain_warns_on_credential_looking_values(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kept, undeclared variable whose value looks like a credential is a warning, not stripped."""
+    monkeypatch.setenv("DEPLOY_HELPER", "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2)
+    code, out, _ = run_cli(capsys, "explain", "--home", "work", "--json")
+    data = json.loads(out)
+    assert code == 0
+    assert data["keys"]["DEPLOY_HELPER"]["in_child"] is True
+    assert any(w.startswith("DEPLOY_HELPER: the value looks like") for w in data["warnings"])
+    assert "ghp_" not in out
+    assert run_cli(capsys, "explain", "--home", "work", "--strict")[0] == 1

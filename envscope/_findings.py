@@ -1,0 +1,132 @@
+"""Warnings for kept variables whose *value* looks like a credential.
+
+A policy decides by name. A child env can still carry a token under a name no
+rule declares (``MY_APP_KEY=ghp_...``, ``DEPLOY=https://x:glpat-...@host``).
+``find_credential_values`` flags such keys by the shape of the value: it
+warns, it never strips (a name-based policy stays the one source of truth),
+and a finding holds the key and the kind of credential, never the value.
+
+The table is small and conservative: well-known, prefixed token formats
+(AWS access key ids, GitHub, GitLab, OpenAI/Anthropic-style ``sk-`` keys,
+Stripe live keys, Slack, Google API keys), PEM private key blocks and JWTs. Every pattern is
+anchored on a literal prefix at the start of a run of token characters, and
+no quantified part can match a separator that follows it, so a search is
+linear in the length of the value (a 1 MiB value takes milliseconds).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from envscope.policy import SecretPolicy
+
+__all__ = [
+    "CREDENTIAL_KINDS",
+    "CredentialFinding",
+    "credential_kind",
+    "find_credential_values",
+]
+
+_ALNUM = "A-Za-z0-9"
+_B64URL = r"A-Za-z0-9_\-"
+
+# (kind, literals, pattern), tried in order: the first match names the kind. A
+# pattern only runs when one of its literals occurs in the value (a fast
+# substring test), so an ordinary value costs a few ``in`` checks.
+_PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
+    (
+        "private-key",
+        ("PRIVATE KEY",),
+        re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
+    ),
+    (
+        "aws-access-key-id",
+        ("AKIA", "ASIA"),
+        re.compile(rf"(?<![{_ALNUM}])(?:AKIA|ASIA)[A-Z0-9]{{16}}(?![{_ALNUM}])"),
+    ),
+    (
+        "github-token",
+        ("ghp_", "gho_", "ghs_", "ghu_", "ghr_", "github_pat_"),
+        re.compile(
+            rf"(?<![{_ALNUM}_])(?:gh[pousr]_[{_ALNUM}]{{36,}}|github_pat_[{_ALNUM}_]{{36,}})"
+        ),
+    ),
+    (
+        "gitlab-token",
+        ("glpat-",),
+        re.compile(rf"(?<![{_B64URL}.])glpat-[{_B64URL}.]{{20,}}"),
+    ),
+    (
+        "anthropic-api-key",
+        ("sk-ant-",),
+        re.compile(rf"(?<![{_B64URL}])sk-ant-[{_B64URL}]{{32,}}"),
+    ),
+    (
+        "openai-api-key",
+        ("sk-",),
+        re.compile(rf"(?<![{_B64URL}])sk-(?!ant-)[{_B64URL}]{{32,}}"),
+    ),
+    (
+        "stripe-secret-key",
+        ("sk_live_", "rk_live_"),
+        re.compile(rf"(?<![{_ALNUM}_])[sr]k_live_[{_ALNUM}]{{24,}}"),
+    ),
+    (
+        "slack-token",
+        ("xox",),
+        re.compile(rf"(?<![{_ALNUM}-])xox[abpors]-[{_ALNUM}-]{{10,}}"),
+    ),
+    (
+        "google-api-key",
+        ("AIza",),
+        re.compile(rf"(?<![{_B64URL}])AIza[{_B64URL}]{{35}}(?![{_B64URL}])"),
+    ),
+    (
+        "jwt",
+        ("eyJ",),
+        re.compile(rf"(?<![{_B64URL}.])eyJ[{_B64URL}]{{5,}}\.[{_B64URL}]{{5,}}\.[{_B64URL}]{{5,}}"),
+    ),
+)
+
+CREDENTIAL_KINDS: tuple[str, ...] = tuple(kind for kind, _, _ in _PATTERNS)
+
+
+@dataclass(frozen=True)
+class CredentialFinding:
+    """A kept variable whose value looks like a credential: its key and kind, never the value."""
+
+    key: str
+    kind: str
+
+    def __str__(self) -> str:
+        return f"{self.key}: value looks like a {self.kind}"
+
+
+def credential_kind(value: str) -> str | None:
+    """The kind of credential ``value`` holds (anywhere in it), or None."""
+    for kind, literals, pattern in _PATTERNS:
+        if any(literal in value for literal in literals) and pattern.search(value):
+            return kind
+    return None
+
+
+def find_credential_values(
+    env: Mapping[str, str], *, policy: SecretPolicy | None = None
+) -> list[CredentialFinding]:
+    """Keys of ``env`` whose value looks like a credential, sorted by key.
+
+    With a ``policy``, names it declares (either tier) are skipped: the
+    warning is for credentials no rule knows about.
+    """
+    findings: list[CredentialFinding] = []
+    for key in sorted(env):
+        if policy is not None and policy.tier_of(key) is not None:
+            continue
+        kind = credential_kind(env[key])
+        if kind is not None:
+            findings.append(CredentialFinding(key, kind))
+    return findings

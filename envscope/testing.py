@@ -1,0 +1,242 @@
+"""Test helpers for hosts that embed envscope (a pytest plugin).
+
+PYTEST_DONT_REWRITE (this module raises ``AssertionError`` itself; it has no
+bare ``assert`` for pytest to rewrite, and it may be imported before pytest
+marks it, which would otherwise warn).
+
+Installed with envscope as a ``pytest11`` entry point, so pytest loads it by
+itself; with plugin autoloading off, load it with ``-p envscope.testing``. It
+gives:
+
+- the ``host_factory`` fixture: ``host_factory(launch_env=..., homes=...,
+  plugins=..., managed=..., **host_kwargs)`` writes a home tree under the
+  test's ``tmp_path`` (each call a new tree), builds a ``Host`` over a plain
+  dict environ (never ``os.environ``), runs ``load_launch_env()`` and returns
+  a ``HostTree``;
+- ``build_host_tree(root, ...)``: the same without pytest, for any runner;
+- ``assert_no_secrets(env, host=...)``: fails naming each key of a child env
+  that the home's policy forbids (Tier 1; Tier 2 unless the child inherits
+  credentials) or that still carries the force prefix. Never a value.
+
+``import envscope`` never imports this module (nor pytest).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Protocol
+
+import pytest
+
+from envscope._declarations import Tier, norm
+from envscope.host import Host
+from envscope.stages import FORCE_PREFIX
+
+__all__ = [
+    "LAUNCH",
+    "HostFactory",
+    "HostTree",
+    "assert_no_secrets",
+    "build_host_tree",
+    "dotenv_text",
+    "host_factory",
+]
+
+LAUNCH = "launch"
+"""The name of the launch home in ``homes``-style arguments and ``HostTree.home``."""
+
+_KEY = re.compile(r"[^=#\s'\"\\]+")
+_HOME_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+DotenvSpec = Mapping[str, str] | str
+
+
+def dotenv_text(values: DotenvSpec) -> str:
+    """Dotenv text for a mapping (values single-quoted, so spaces, ``#`` and newlines survive).
+
+    A ``str`` is returned as is (raw text, e.g. a deliberately malformed file).
+    ``${VAR}`` in a value still interpolates when the file is read.
+    """
+    if isinstance(values, str):
+        return values
+    lines = []
+    for key, value in values.items():
+        if not _KEY.fullmatch(key):
+            raise ValueError(f"not a dotenv key envscope.testing can write: {key!r}")
+        quoted = value.replace("\\", "\\\\").replace("'", "\\'")
+        lines.append(f"{key}='{quoted}'\n")
+    return "".join(lines)
+
+
+@dataclass(frozen=True)
+class HostTree:
+    """A ``Host`` over a home tree on disk, with the paths a test needs."""
+
+    host: Host
+    root: Path
+    launch_home: Path
+    environ: dict[str, str]
+    managed_file: Path | None = None
+    homes: Mapping[str, Path] = field(default_factory=lambda: MappingProxyType({}))
+
+    def home(self, name: str) -> Path:
+        """The resolved path of a home written by the factory (``LAUNCH`` is the launch home)."""
+        if name == LAUNCH:
+            return self.launch_home
+        try:
+            return self.homes[name]
+        except KeyError:
+            known = ", ".join(sorted([LAUNCH, *self.homes]))
+            raise KeyError(f"no home {name!r} in this tree (homes: {known})") from None
+
+
+def _write_home(home: Path, dotenv: DotenvSpec | None, plugins: Mapping[str, str]) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    if dotenv is not None and (isinstance(dotenv, str) or dotenv):
+        (home / ".env").write_text(dotenv_text(dotenv), encoding="utf-8")
+    for plugin, manifest in plugins.items():
+        if not _HOME_NAME.fullmatch(plugin) or plugin in (".", ".."):
+            raise ValueError(f"not a plugin directory name: {plugin!r}")
+        directory = home / "plugins" / "platforms" / plugin
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "plugin.yaml").write_text(manifest, encoding="utf-8")
+
+
+def build_host_tree(
+    root: str | os.PathLike[str],
+    *,
+    launch_env: DotenvSpec | None = None,
+    homes: Mapping[str, DotenvSpec] | None = None,
+    plugins: Mapping[str, Mapping[str, str]] | None = None,
+    managed: DotenvSpec | None = None,
+    **host_kwargs: Any,
+) -> HostTree:
+    """Write a home tree under ``root`` and build a loaded ``Host`` over it.
+
+    Layout: ``root/launch`` (the launch home, ``.env`` from ``launch_env``),
+    ``root/homes/<name>`` (``.env`` from ``homes[name]``), each home's
+    ``plugins/platforms/<plugin>/plugin.yaml`` from ``plugins[home][plugin]``
+    (``LAUNCH`` names the launch home there), and ``root/managed.env`` when
+    ``managed`` is given. ``environ`` (in ``host_kwargs``) defaults to a small
+    plain dict; ``os.environ`` itself is refused. Calls ``load_launch_env()``.
+    """
+    homes = {} if homes is None else dict(homes)
+    plugins = {} if plugins is None else dict(plugins)
+    if LAUNCH in homes:
+        raise ValueError(f"pass the launch home's .env as launch_env, not homes[{LAUNCH!r}]")
+    for name in [*homes, *plugins]:
+        if not _HOME_NAME.fullmatch(name) or name in (".", ".."):
+            raise ValueError(f"not a home name: {name!r}")
+    unknown = sorted(set(plugins) - set(homes) - {LAUNCH})
+    if unknown:
+        raise ValueError(f"plugins for homes that are not in homes: {', '.join(unknown)}")
+    base = Path(os.path.realpath(os.fspath(root)))
+    launch = base / LAUNCH
+    _write_home(launch, launch_env, plugins.get(LAUNCH, {}))
+    written: dict[str, Path] = {}
+    for name, dotenv in homes.items():
+        written[name] = base / "homes" / name
+        _write_home(written[name], dotenv, plugins.get(name, {}))
+    managed_file = None
+    if managed is not None:
+        managed_file = base / "managed.env"
+        managed_file.write_text(dotenv_text(managed), encoding="utf-8")
+        host_kwargs.setdefault("managed_env_file", managed_file)
+    environ: MutableMapping[str, str] | None = host_kwargs.pop("environ", None)
+    if environ is os.environ:
+        raise ValueError("build_host_tree never uses os.environ: pass a plain dict")
+    if environ is None:
+        environ = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(base), "LANG": "C.UTF-8"}
+    if not isinstance(environ, dict):
+        raise TypeError(f"environ must be a dict, not {type(environ).__name__}")
+    host = Host(launch, environ=environ, **host_kwargs)
+    host.load_launch_env()
+    return HostTree(
+        host=host,
+        root=base,
+        launch_home=launch,
+        environ=environ,
+        managed_file=managed_file,
+        homes=MappingProxyType(written),
+    )
+
+
+class HostFactory(Protocol):
+    """The type of the ``host_factory`` fixture."""
+
+    def __call__(
+        self,
+        launch_env: DotenvSpec | None = None,
+        homes: Mapping[str, DotenvSpec] | None = None,
+        plugins: Mapping[str, Mapping[str, str]] | None = None,
+        managed: DotenvSpec | None = None,
+        **host_kwargs: Any,
+    ) -> HostTree: ...
+
+
+@pytest.fixture(name="host_factory")  # named, so re-exporting it under another name still works
+def host_factory(tmp_path: Path) -> HostFactory:
+    """Build ``Host``s over fresh home trees under ``tmp_path`` (see ``build_host_tree``)."""
+    counter = itertools.count(1)
+
+    def make(
+        launch_env: DotenvSpec | None = None,
+        homes: Mapping[str, DotenvSpec] | None = None,
+        plugins: Mapping[str, Mapping[str, str]] | None = None,
+        managed: DotenvSpec | None = None,
+        **host_kwargs: Any,
+    ) -> HostTree:
+        root = tmp_path / f"envscope-host-{next(counter)}"
+        root.mkdir()
+        return build_host_tree(
+            root,
+            launch_env=launch_env,
+            homes=homes,
+            plugins=plugins,
+            managed=managed,
+            **host_kwargs,
+        )
+
+    return make
+
+
+def _leak(key: str, tier: Tier | None, inherit_credentials: bool) -> str | None:
+    """Why ``key`` must not be in a child env, or None."""
+    if norm(key).startswith(FORCE_PREFIX):
+        return "force prefix not unwrapped"
+    if tier is Tier.TIER1:
+        return "Tier 1"
+    if tier is Tier.TIER2 and not inherit_credentials:
+        return "Tier 2, child does not inherit credentials"
+    return None
+
+
+def assert_no_secrets(
+    env: Mapping[str, str],
+    *,
+    host: Host,
+    home: str | os.PathLike[str] | None = None,
+    inherit_credentials: bool = False,
+) -> None:
+    """Fail naming every key of ``env`` the policy of ``home`` forbids a child (never a value).
+
+    Forbidden: a Tier 1 name; a Tier 2 name unless ``inherit_credentials``;
+    any key still starting with ``_ENVSCOPE_FORCE_``. ``home`` defaults to the
+    bound home, else the launch home (as ``Host.policy``).
+    """
+    __tracebackhide__ = True
+    policy = host.policy(home)
+    leaks: list[str] = []
+    for key in sorted(env):
+        why = _leak(key, policy.tier_of(key), inherit_credentials)
+        if why is not None:
+            leaks.append(f"{key} ({why})")
+    if leaks:
+        count = f"{len(leaks)} {'key' if len(leaks) == 1 else 'keys'}"
+        raise AssertionError(f"child env leaks {count}: {', '.join(leaks)}")

@@ -1,0 +1,184 @@
+"""Values that look like credentials under undeclared names: kinds, near-misses, no leaks."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from envscope import Host
+from envscope._findings import (
+    CREDENTIAL_KINDS,
+    CredentialFinding,
+    credential_kind,
+    find_credential_values,
+)
+
+# Test values are built from pieces so no literal here looks like a live token.
+ALNUM36 = "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+B64_48 = "Zx9_Yw8-Vu7tSr6qPo5nMl4kJi3hGf2eDc1bA0zYxWvUtSrQ"
+JWT = ".".join(
+    [
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9",
+        "eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkZha2UifQ",
+        "c2lnbmF0dXJlLW5vdC1yZWFsLWF0LWFsbA",
+    ]
+)
+
+POSITIVE: list[tuple[str, str, str]] = [
+    ("aws-akia", "AKIA" + "IOSFODNN7EXAMPLE", "aws-access-key-id"),
+    ("aws-asia", "ASIA" + "Q2W3E4R5T6Y7U8I9", "aws-access-key-id"),
+    ("aws-in-text", "key=AKIA" + "IOSFODNN7EXAMPLE;", "aws-access-key-id"),
+    ("github-ghp", "ghp_" + ALNUM36, "github-token"),
+    ("github-gho", "gho_" + ALNUM36, "github-token"),
+    ("github-ghs", "ghs_" + ALNUM36, "github-token"),
+    ("github-ghu", "ghu_" + ALNUM36, "github-token"),
+    ("github-ghr", "ghr_" + ALNUM36, "github-token"),
+    ("github-pat", "github_pat_" + ALNUM36[:22] + "_" + ALNUM36 + ALNUM36[:23], "github-token"),
+    ("github-in-url", f"https://x:ghs_{ALNUM36}@github.com/o/r.git", "github-token"),
+    ("gitlab", "glpat-" + B64_48[:20], "gitlab-token"),
+    ("openai-legacy", "sk-" + ALNUM36 + "abcdefghijkl", "openai-api-key"),
+    ("openai-project", "sk-proj-" + B64_48 + B64_48, "openai-api-key"),
+    ("openai-compatible-32", "sk-" + "0123456789abcdef" * 2, "openai-api-key"),
+    ("anthropic", "sk-ant-api03-" + B64_48 + B64_48, "anthropic-api-key"),
+    ("stripe", "sk_live_" + ALNUM36[:24], "stripe-secret-key"),
+    ("slack-bot", "xoxb-" + "123456789012-1234567890123-" + ALNUM36[:24], "slack-token"),
+    ("slack-user", "xoxp-" + "1234567890", "slack-token"),
+    ("slack-app-o", "xoxo-" + "1234567890", "slack-token"),
+    ("google", "AIza" + B64_48[:35], "google-api-key"),
+    ("pem", "-----BEGIN PRIVATE KEY-----\nMIIEvQ...\n-----END PRIVATE KEY-----", "private-key"),
+    ("pem-rsa", "-----BEGIN RSA PRIVATE KEY-----\nMIIE", "private-key"),
+    ("pem-openssh", "-----BEGIN OPENSSH PRIVATE KEY-----", "private-key"),
+    ("pem-encrypted", "-----BEGIN ENCRYPTED PRIVATE KEY-----", "private-key"),
+    ("pem-pgp", "-----BEGIN PGP PRIVATE KEY BLOCK-----", "private-key"),
+    ("pem-escaped-newlines", "-----BEGIN EC PRIVATE KEY-----\\nMHc\\n", "private-key"),
+    ("jwt", JWT, "jwt"),
+    ("jwt-bearer", "Bearer " + JWT, "jwt"),
+]
+
+NEGATIVE: list[tuple[str, str]] = [
+    ("empty", ""),
+    ("path", "/usr/local/bin:/usr/bin:/bin"),
+    ("uuid", "123e4567-e89b-12d3-a456-426614174000"),
+    ("sha256", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"),
+    ("aws-15", "AKIA" + "IOSFODNN7EXAMP"),
+    ("aws-17-run", "AKIA" + "IOSFODNN7EXAMPLEX"),
+    ("aws-lowercase", "AKIA" + "iosfodnn7example"),
+    ("aws-inside-run", "X" + "AKIA" + "IOSFODNN7EXAMPLE"),
+    ("aws-other-prefix", "AIDA" + "IOSFODNN7EXAMPLE"),
+    ("github-35", "ghp_" + ALNUM36[:35]),
+    ("github-bad-prefix", "ghx_" + ALNUM36),
+    ("github-inside-run", "xghp_" + ALNUM36),
+    ("github-pat-short", "github_pat_short"),
+    ("gitlab-19", "glpat-" + B64_48[:19]),
+    ("sk-1", "sk-1"),
+    ("sk-31", "sk-" + ALNUM36[:31]),
+    ("sk-inside-word", "task-" + ALNUM36 + ALNUM36),
+    ("sk-ant-short", "sk-ant-" + ALNUM36[:31]),
+    ("stripe-test", "sk_test_" + ALNUM36),
+    ("slack-bad-letter", "xoxz-" + "1234567890"),
+    ("slack-short", "xoxb-123"),
+    ("google-34", "AIza" + B64_48[:34]),
+    ("google-36", "AIza" + B64_48[:36]),
+    ("pem-public", "-----BEGIN PUBLIC KEY-----\nMIIB"),
+    ("pem-certificate", "-----BEGIN CERTIFICATE-----\nMIIB"),
+    ("pem-rsa-public", "-----BEGIN RSA PUBLIC KEY-----"),
+    ("pem-no-dashes", "BEGIN PRIVATE KEY"),
+    ("jwt-one-segment", JWT.split(".")[0]),
+    ("jwt-two-segments", ".".join(JWT.split(".")[:2])),
+    ("jwt-empty-signature", ".".join(JWT.split(".")[:2]) + "."),
+    ("jwt-no-eyj", "abcdefgh.ijklmnop.qrstuvwx"),
+    ("version", "1.22.333"),
+]
+
+
+@pytest.mark.parametrize(("value", "kind"), [pytest.param(v, k, id=i) for i, v, k in POSITIVE])
+def test_credential_kind_positive(value: str, kind: str) -> None:
+    """Each known credential shape is recognised, by kind, anywhere in the value."""
+    assert credential_kind(value) == kind
+
+
+@pytest.mark.parametrize("value", [pytest.param(v, id=i) for i, v in NEGATIVE])
+def test_credential_kind_negative(value: str) -> None:
+    """Ordinary values and near-misses (too short, too long, wrong prefix, inside a word) pass."""
+    assert credential_kind(value) is None
+
+
+def test_every_kind_has_a_positive_case() -> None:
+    """The positive table covers every kind in the built-in table."""
+    assert {kind for _, _, kind in POSITIVE} == set(CREDENTIAL_KINDS)
+
+
+def test_find_credential_values_sorted_by_key() -> None:
+    """Findings come back sorted by key, one per flagged key, ordinary values skipped."""
+    env = {
+        "ZED_URL": f"https://x:ghs_{ALNUM36}@github.com/o/r.git",
+        "EDITOR": "vim",
+        "MY_APP_KEY": "AKIA" + "IOSFODNN7EXAMPLE",
+        "A_JWT": JWT,
+    }
+    assert find_credential_values(env) == [
+        CredentialFinding("A_JWT", "jwt"),
+        CredentialFinding("MY_APP_KEY", "aws-access-key-id"),
+        CredentialFinding("ZED_URL", "github-token"),
+    ]
+
+
+def test_declared_names_are_skipped_with_a_policy(tmp_path: Path) -> None:
+    """With a policy, names any rule declares are not warned about; undeclared ones still are."""
+    policy = Host(tmp_path, environ={}).policy()
+    assert policy.tier_of("OPENAI_API_KEY") is not None
+    assert policy.tier_of("MY_LLM_KEY") is None
+    key = "sk-" + ALNUM36 + "abcdefghijkl"
+    env = {"OPENAI_API_KEY": key, "MY_LLM_KEY": key}
+    assert [f.key for f in find_credential_values(env)] == ["MY_LLM_KEY", "OPENAI_API_KEY"]
+    assert find_credential_values(env, policy=policy) == [
+        CredentialFinding("MY_LLM_KEY", "openai-api-key")
+    ]
+
+
+@pytest.mark.parametrize("value", [pytest.param(v, id=i) for i, v, _ in POSITIVE])
+def test_finding_never_shows_the_value(value: str) -> None:
+    """A finding holds only the key and the kind: its repr and str show nothing of the value."""
+    (finding,) = find_credential_values({"SOME_VAR": value})
+    assert [f.name for f in dataclasses.fields(finding)] == ["key", "kind"]
+    assert repr(finding) == f"CredentialFinding(key='SOME_VAR', kind='{finding.kind}')"
+    assert str(finding) == f"SOME_VAR: value looks like a {finding.kind}"
+    core = value[len(value) // 2 : len(value) // 2 + 8]  # a piece from the middle of the value
+    assert core not in repr(finding) + str(finding)
+
+
+MIB = 1 << 20
+ADVERSARIAL = [
+    ("plain", "a" * MIB),
+    ("eyJ-run", ("eyJ" * MIB)[:MIB]),
+    ("eyJ-segments", ("eyJaaaaa.." * MIB)[:MIB]),
+    ("pem-words", "-----BEGIN " + ("AB " * MIB)[:MIB] + "PRIVATE KE"),
+    ("pem-headers", ("-----BEGIN " * MIB)[:MIB]),
+    ("prefixes", ("AKIA ASIA ghp_ github_pat_ glpat- sk-ant- sk_live_ xoxb AIza eyJ " * MIB)[:MIB]),
+    ("sk-dashes", "sk-" + "a-" * (MIB // 2)),
+]
+
+
+@pytest.mark.parametrize("value", [pytest.param(v, id=i) for i, v in ADVERSARIAL])
+def test_one_mib_value_is_fast(value: str) -> None:
+    """A 1 MiB adversarial value is scanned in under 2 s (no catastrophic backtracking)."""
+    start = time.perf_counter()
+    credential_kind(value)
+    assert time.perf_counter() - start < 2.0
+
+
+def test_credential_at_the_end_of_a_huge_value() -> None:
+    """A credential after 1 MiB of filler is still found."""
+    assert credential_kind("x " * MIB + "ghp_" + ALNUM36) == "github-token"
+
+
+def test_import_envscope_does_not_load_findings() -> None:
+    """``import envscope`` stays cheap: the regex table compiles only when this module is used."""
+    code = "import sys, envscope\nprint('envscope._findings' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
