@@ -298,7 +298,7 @@ def test_check_spawns(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Non
 def test_explain_warns_on_credential_looking_values(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A kept, undeclared variable whose value looks like a credential is a warning, not stripped."""
+    """A kept undeclared variable whose value looks like a credential is a warning, not stripped."""
     monkeypatch.setenv("DEPLOY_HELPER", "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2)
     code, out, _ = run_cli(capsys, "explain", "--home", "work", "--json")
     data = json.loads(out)
