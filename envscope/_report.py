@@ -35,13 +35,22 @@ _COLORS = {"kept": "32", "added": "32", "overridden": "33", "stripped": "31", "r
 JsonDict = dict[str, Any]
 
 
+def display_path(path: str, relative_to: str | None) -> str:
+    """``path`` relative to ``relative_to`` when it lies under it, else unchanged."""
+    if relative_to and os.path.isabs(path):
+        rel = os.path.relpath(path, relative_to)
+        if not rel.startswith(".."):
+            return rel
+    return path
+
+
 def _origin_text(origin: Origin | None, relative_to: str | None) -> str | None:
     if origin is None:
         return None
-    if relative_to and origin.path and os.path.isabs(origin.path):
-        rel = os.path.relpath(origin.path, relative_to)
-        if not rel.startswith(".."):
-            origin = Origin(origin.kind, origin.detail, rel, origin.line)
+    if origin.path:
+        origin = Origin(
+            origin.kind, origin.detail, display_path(origin.path, relative_to), origin.line
+        )
     return str(origin)
 
 
@@ -79,12 +88,14 @@ def snapshot_of(
     }
 
 
+def relative_problem(problem: Problem, relative_to: str | None) -> Problem:
+    """The problem with its path shown relative to ``relative_to`` where possible."""
+    path = display_path(problem.path, relative_to)
+    return Problem(path, problem.message, problem.line, problem.field, problem.plugin)
+
+
 def _problem_text(problem: Problem, relative_to: str | None) -> str:
-    if relative_to and os.path.isabs(problem.path):
-        rel = os.path.relpath(problem.path, relative_to)
-        if not rel.startswith(".."):
-            problem = Problem(rel, problem.message, problem.line, problem.field, problem.plugin)
-    return str(problem)
+    return str(relative_problem(problem, relative_to))
 
 
 def format_json(data: object) -> str:

@@ -229,10 +229,12 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         for home_arg in homes:
             home = config.resolve_home(home_arg)
             decl = host.manifest_declarations(home)
+            cwd = os.getcwd()
             secrets: dict[str, list[str]] = {}
             for name, d in decl.secrets.items():
-                secrets.setdefault(d.origin.path or "?", []).append(name)
-            reports.append(_report.ScanReport(config.home_name(home), secrets, decl.problems))
+                secrets.setdefault(_report.display_path(d.origin.path or "?", cwd), []).append(name)
+            problems = [_report.relative_problem(p, cwd) for p in decl.problems]
+            reports.append(_report.ScanReport(config.home_name(home), secrets, problems))
     if args.json:
         print(_report.format_json(_report.scan_json(reports)), end="")
     else:
