@@ -55,6 +55,7 @@ class Binding:
     source_names: frozenset[str] = frozenset()
     residue: frozenset[str] = frozenset()
     residue_origins: Mapping[str, Origin] = field(default_factory=dict)
+    launch_policy: SecretPolicy | None = None
 
 
 def _coerce_extra(extra: Mapping[str, object] | None) -> dict[str, str]:
@@ -272,6 +273,7 @@ class Host:
                 names = frozenset()
             residue, residue_origins = self._residue()
             binding = Binding(
+                launch_policy=self.policy(self.launch_home),
                 home=identity,
                 routed=True,
                 scope=MappingProxyType(values),
@@ -397,7 +399,12 @@ class Host:
         if routed:
             managed = self._managed()
             if strip_launch_profile:
-                launch_policy = self.policy(self.launch_home)
+                # The launch policy is checked once per routed() binding (with the
+                # residue), not on every build: one manifest stamp per build.
+                if binding is not None and binding.launch_policy is not None:
+                    launch_policy = binding.launch_policy
+                else:
+                    launch_policy = self.policy(self.launch_home)
                 policies = (policy,) if launch_policy is policy else (policy, launch_policy)
                 residue = self.launch_residue() if binding is None else binding.residue
                 entries = stages.strip_residue(

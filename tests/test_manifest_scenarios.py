@@ -267,9 +267,10 @@ def test_warm_build_syscall_budget(make_host: HostFactory, homes: dict[str, Path
     platform_plugin(homes["B"], "memo", "name: memo\nkind: memory\n", flat=True)
     fs = fs_old()
     host = make_host(fs=fs)
-    build_b(host, homes["B"])
-    fs.reset_counts()
-    build_b(host, homes["B"])
+    with host.routed(homes["B"], scope={}):  # entering checks the launch home once
+        host.build_subprocess_env(BASE)
+        fs.reset_counts()
+        host.build_subprocess_env(BASE)  # a warm build: stage 1 included
     roots = 2  # plugins/platforms and plugins (no bundled root configured)
     candidates = 4
     assert fs.calls["open"] == 0
