@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest demo bench fuzz clean
+.PHONY: test lint typecheck pytest demo bench fuzz fuzz-atheris clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,8 +15,8 @@ $(STAMP): $(BIN)/python pyproject.toml
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check envscope tests
-	$(BIN)/ruff format --check envscope tests
+	$(BIN)/ruff check envscope tests fuzz
+	$(BIN)/ruff format --check envscope tests fuzz
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -34,6 +34,16 @@ demo: $(STAMP)
 	@$(DEMO) explain --home work --surface terminal
 	@echo
 	@$(DEMO) explain --home work --surface credentialed
+
+# The long fuzz runs (CI runs the property tests at 300 examples each).
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -p no:cacheprovider -m property tests/property
+
+fuzz-atheris: $(STAMP)
+	$(BIN)/python -m pip install --quiet atheris
+	mkdir -p .fuzz/dotenv .fuzz/manifest
+	$(BIN)/python fuzz/atheris_dotenv.py -timeout=1 -max_total_time=300 .fuzz/dotenv fixtures/dotenv
+	$(BIN)/python fuzz/atheris_manifest.py -timeout=1 -max_total_time=300 .fuzz/manifest fixtures/manifests/good fixtures/manifests/bad
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage build *.egg-info

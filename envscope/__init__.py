@@ -31,6 +31,7 @@ from envscope.errors import (
     PassthroughRefusedError,
     RoutingError,
 )
+from envscope._harden import harden_process
 from envscope.host import Binding, Host, home_identity
 from envscope.policy import SecretPolicy
 from envscope.sources import SecretSource, StaticSource
@@ -75,6 +76,7 @@ __all__ = [
     "build_subprocess_env",
     "configure",
     "default_host",
+    "harden_process",
     "home_identity",
 ]
 

@@ -6,21 +6,145 @@ parses with python-dotenv's parser and interpolates against the file itself
 plus an explicit mapping the caller chooses (never silently the process).
 
 ``parse_dotenv`` is pure; ``read_dotenv`` is the one reader, used by ``Host``.
+
+Bounded work. python-dotenv has two spots that are quadratic in hostile input;
+both are closed here so a 1 MiB file cannot stall a build:
+
+- its ``${VAR}`` expansion regex re-scans the rest of a value from every ``${``
+  that has no closing ``}``. envscope resolves ``${VAR}``/``${VAR:-default}``
+  with its own linear scanner (same results: see the differential property
+  test in ``tests/property``).
+- its unquoted-value comment stripper (``re.sub(r"\\s+#.*", ...)``) is
+  quadratic in a run of blanks that is not followed by ``#``. A file whose
+  long blank runs (more than ``_FREE_BLANK_RUN`` characters) add up to more than
+  ``MAX_BLANK_RUN_COST`` (the sum of each run's length squared) is refused
+  before parsing, naming the line. One run of 4096 blanks is still accepted.
+
+Interpolation can also multiply text: ``B=${A}${A}``, ``C=${B}${B}``, … doubles
+per line (an "expansion bomb": 30 short lines make gigabytes). The values of
+one file may hold at most ``MAX_EXPANDED_CHARS`` characters in total after
+interpolation; past that the file is a ``DotenvError`` naming the line. Each
+``${VAR}`` lookup reads the file's values and ``environ`` in place (no copy
+per value), so interpolation is linear in the file and its output.
+
+Line numbers count ``\\r\\n``, ``\\n`` and a lone ``\\r`` as line ends, as
+python-dotenv does, and point at the line where the offending binding starts
+(not at blank lines before it).
 """
 
 from __future__ import annotations
 
 import io
 import os
+import re
 import stat
 from collections.abc import Mapping
 
 from envscope.errors import DotenvError
 
-__all__ = ["MAX_DOTENV_BYTES", "MAX_DOTENV_LINES", "parse_dotenv", "read_dotenv"]
+__all__ = [
+    "MAX_BLANK_RUN_COST",
+    "MAX_DOTENV_BYTES",
+    "MAX_DOTENV_LINES",
+    "MAX_EXPANDED_CHARS",
+    "parse_dotenv",
+    "read_dotenv",
+]
 
 MAX_DOTENV_BYTES = 1024 * 1024
 MAX_DOTENV_LINES = 10_000
+MAX_BLANK_RUN_COST = 4096 * 4096
+"""Budget for long blank runs (sum of squared lengths); see the module docstring."""
+MAX_EXPANDED_CHARS = 4 * MAX_DOTENV_BYTES
+"""Most characters one file's values may hold after interpolation (all values together)."""
+
+_FREE_BLANK_RUN = 16
+_BLANK_RUN = re.compile(r"[^\S\r\n]+")
+
+
+def _count_line_ends(text: str) -> int:
+    return text.count("\n") + text.count("\r") - text.count("\r\n")
+
+
+def _line_count(text: str) -> int:
+    """Lines in ``text``: line ends, plus one for a last line without an end."""
+    ends = _count_line_ends(text)
+    return ends + 1 if text and not text.endswith(("\n", "\r")) else ends
+
+
+def _check_blank_runs(text: str, path: str) -> None:
+    """Refuse text whose long blank runs would make python-dotenv's parser quadratic."""
+    cost = 0
+    for match in _BLANK_RUN.finditer(text):
+        length = match.end() - match.start()
+        if length <= _FREE_BLANK_RUN or text.startswith("#", match.end()):
+            continue  # short, or ends in a comment: linear for python-dotenv
+        cost += length * length
+        if cost > MAX_BLANK_RUN_COST:
+            line = _count_line_ends(text[: match.start()]) + 1
+            raise DotenvError(
+                path,
+                "too many long runs of blank characters (python-dotenv parses them "
+                "in quadratic time)",
+                line=line,
+            )
+
+
+def _binding_line(original_line: int, original: str) -> int:
+    """The line where a binding's own text starts (python-dotenv counts from blanks before it)."""
+    lead = original[: len(original) - len(original.lstrip())]
+    return original_line + _count_line_ends(lead)
+
+
+def _interpolate(value: str, *envs: Mapping[str, str], limit: int | None = None) -> str | None:
+    """Resolve ``${NAME}`` and ``${NAME:-default}`` like python-dotenv, in linear time.
+
+    python-dotenv's regex: ``\\$\\{([^}:]*)(?::-([^}]*))?\\}``, matched left to right,
+    non-overlapping. A name runs to the first ``}`` or ``:``; after ``:-`` a
+    default runs to the next ``}``. Anything else is literal. The next ``}``
+    and ``:`` are found once per position and reused, so the scan is linear.
+    A name resolves from the first of ``envs`` that holds it. Returns None
+    when the result would be longer than ``limit`` characters.
+    """
+    out: list[str] = []
+    size = 0
+    cursor = 0
+    next_close = next_colon = -2  # -2: not searched yet; -1: none left
+    start = value.find("${")
+    while start != -1:
+        name_at = start + 2
+        if next_close != -1 and next_close < name_at:
+            next_close = value.find("}", name_at)
+        if next_colon != -1 and next_colon < name_at:
+            next_colon = value.find(":", name_at)
+        end = -1
+        name = default = None
+        if next_close != -1 and (next_colon == -1 or next_close < next_colon):
+            name, end = value[name_at:next_close], next_close + 1
+        elif next_close != -1 and value.startswith("-", next_colon + 1):
+            # ":" comes first and is followed by "-", so the next "}" ends the default.
+            name, default = value[name_at:next_colon], value[next_colon + 2 : next_close]
+            end = next_close + 1
+        if name is None:
+            start = value.find("${", start + 1)
+            continue
+        found = next((env[name] for env in envs if name in env), None)
+        resolved = found if found is not None else (default or "")
+        size += (start - cursor) + len(resolved)
+        if limit is not None and size > limit:
+            return None
+        out.append(value[cursor:start])
+        out.append(resolved)
+        cursor = end
+        start = value.find("${", end)
+    if limit is not None and size + len(value) - cursor > limit:
+        return None
+    out.append(value[cursor:])
+    return "".join(out)
+
+
+def _too_large() -> str:
+    return f"values hold more than {MAX_EXPANDED_CHARS} characters after ${{VAR}} interpolation"
 
 
 def _check_name(name: str, path: str, line: int) -> None:
@@ -46,14 +170,15 @@ def parse_dotenv(
     skipped. A malformed line is a ``DotenvError`` naming the file and line.
     """
     from dotenv.parser import parse_stream
-    from dotenv.variables import parse_variables
 
-    if text.count("\n") >= MAX_DOTENV_LINES:
+    if _line_count(text) > MAX_DOTENV_LINES:
         raise DotenvError(path, f"more than {MAX_DOTENV_LINES} lines")
+    _check_blank_runs(text, path)
     outside: Mapping[str, str] = environ if environ is not None else {}
     values: dict[str, str] = {}
+    budget = MAX_EXPANDED_CHARS
     for binding in parse_stream(io.StringIO(text)):
-        line = binding.original.line
+        line = _binding_line(binding.original.line, binding.original.string)
         if binding.error:
             raise DotenvError(path, "malformed line (python-dotenv could not parse it)", line=line)
         if binding.key is None or binding.value is None:
@@ -61,9 +186,14 @@ def parse_dotenv(
         _check_name(binding.key, path, line)
         value = binding.value
         if interpolate and "$" in value:
-            env: dict[str, str]
-            env = {**outside, **values} if override else {**values, **outside}
-            value = "".join(atom.resolve(env) for atom in parse_variables(value))
+            envs = (values, outside) if override else (outside, values)
+            resolved = _interpolate(value, *envs, limit=budget)
+            if resolved is None:
+                raise DotenvError(path, _too_large(), line=line)
+            value = resolved
+        budget -= len(value)
+        if budget < 0:
+            raise DotenvError(path, _too_large(), line=line)
         if "\x00" in value:
             raise DotenvError(path, f"value of {binding.key!r} holds a NUL byte", line=line)
         values[binding.key] = value
@@ -119,7 +249,8 @@ def read_dotenv(
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise DotenvError(path, f"not valid UTF-8 at byte {exc.start}") from None
+        line = _count_line_ends(exc.object[: exc.start].decode("utf-8", "replace")) + 1
+        raise DotenvError(path, f"not valid UTF-8 at byte {exc.start}", line=line) from None
     return parse_dotenv(
         text, path=path, environ=environ, override=override, interpolate=interpolate
     )

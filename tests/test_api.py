@@ -18,7 +18,7 @@ PUBLIC = [
     "ManifestError", "NotConfiguredError", "Origin", "OriginKind", "PassthroughRefusedError",
     "Problem", "Reason", "RoutingError", "SecretPolicy", "SecretSource", "Stage",
     "StaticSource", "Surface", "Tier", "Trace", "__version__", "build_subprocess_env",
-    "configure", "default_host", "home_identity",
+    "configure", "default_host", "harden_process", "home_identity",
 ]  # fmt: skip
 
 
