@@ -29,7 +29,6 @@ failed):
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import os
 import sys
@@ -48,6 +47,8 @@ class _Prctl(Protocol):
 @functools.cache
 def _prctl() -> _Prctl:
     """libc's ``prctl``, loaded once, with errno captured by ctypes."""
+    import ctypes  # on first use: keeps ``import envscope`` cheap
+
     libc = ctypes.CDLL(None, use_errno=True)
     fn = libc.prctl
     fn.restype = ctypes.c_int
@@ -61,6 +62,8 @@ def _is_linux() -> bool:
 
 
 def _call(option: int, arg2: int = 0) -> int:
+    import ctypes
+
     ctypes.set_errno(0)
     result = _prctl()(option, arg2, 0, 0, 0)
     if result == -1:
