@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from envscope._declarations import Origin, OriginKind, Problem, Tier
+from envscope._harden import harden_process
 from envscope.catalog import Catalog
 from envscope.errors import (
     CatalogError,
@@ -31,7 +32,6 @@ from envscope.errors import (
     PassthroughRefusedError,
     RoutingError,
 )
-from envscope._harden import harden_process
 from envscope.host import Binding, Host, home_identity
 from envscope.policy import SecretPolicy
 from envscope.sources import SecretSource, StaticSource
