@@ -7,11 +7,13 @@ compares the probe with the cached stamp; equal → the cached result, the very
 same object. A racy probe (a manifest touched within ``RACY_WINDOW_NS`` of the
 clock) is never trusted: the next call scans again.
 
-Concurrency. One ``threading.Lock`` guards the ``cachetools.LRUCache`` and the
+Concurrency. One ``threading.Lock`` guards the LRU (an ``OrderedDict``) and the
 table of in-flight checks, and is held only for dict gets and sets, never while
 probing, reading or parsing. Calls for one home are single-flight: they queue on
-that home's own lock, and a caller that arrived before a scan started takes that
-scan's result without probing again. Results are immutable and swapped in
+that home's own lock, and a caller that arrived before a check started takes that
+check's result without probing again (a probe that began after the call did saw a
+state at least as recent as the call's own would have: N threads spawning for one
+home cost about two probes, not N in a convoy). Results are immutable and swapped in
 whole, so no caller sees half of an old scan and half of a new one.
 
 Failing closed. A partial scan (``complete=False``) keeps every secret, deny
@@ -38,15 +40,25 @@ from __future__ import annotations
 
 import itertools
 import threading
-from dataclasses import dataclass, field, replace
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-from cachetools import LRUCache
-
 from envscope._declarations import Declaration, HomeDeclarations, Origin, Problem
 from envscope._fs import FileSystem, RealFileSystem
-from envscope._manifest_scan import RootProbe, ScanResult, home_roots, probe, scan
+from envscope._manifest_scan import (
+    CandidateProbe,
+    Parsed,
+    Root,
+    RootKind,
+    RootProbe,
+    ScanResult,
+    home_roots,
+    probe,
+    scan,
+)
 from envscope.errors import ConfigurationError, ManifestError
 
 __all__ = ["ManifestCache", "UnreadablePlatformMode"]
@@ -54,15 +66,24 @@ __all__ = ["ManifestCache", "UnreadablePlatformMode"]
 UnreadablePlatformMode = Literal["raise", "deny"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Entry:
-    """One home's cached result with the stamp it was built from."""
+    """One home's cached result with the stamp it was built from.
+
+    Immutable but for ``ticket``, which only grows (under the cache lock).
+    """
 
     stamp: tuple[RootProbe, ...]
     declarations: HomeDeclarations
     fatal: tuple[Problem, ...]
     racy: bool
-    ticket: int  # taken just before the probe this result came from
+    ticket: int  # taken just before the latest probe that produced or confirmed this result
+    home_path: str
+    roots: tuple[Root, ...]
+
+    def expected(self, shared: Mapping[str, RootProbe]) -> dict[str, RootProbe]:
+        """What the next probe of this home expects: this stamp, shared roots' latest probe."""
+        return {rp.root.path: shared.get(rp.root.path, rp) for rp in self.stamp}
 
 
 @dataclass(slots=True)
@@ -114,8 +135,15 @@ class ManifestCache:
         self._fs: FileSystem = RealFileSystem() if fs is None else fs
         self._mode: UnreadablePlatformMode = on_unreadable_platform
         self._lock = threading.Lock()
-        self._entries: LRUCache[str, _Entry] = LRUCache(maxsize)
+        self._maxsize = maxsize
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()  # least recently used first
         self._flights: dict[str, _Flight] = {}
+        # The latest probe of each root every home shares (the bundled root): a home's
+        # probe reuses its objects, so all homes hold one copy and compare by identity.
+        self._shared: dict[str, RootProbe] = {}  # root path -> probe
+        # What each settled manifest of those shared roots declares, parsed once for all homes
+        # (pruned to the current probe of the shared roots after each scan).
+        self._parsed: dict[CandidateProbe, Parsed] = {}
         self._tickets = itertools.count(1)
         self._generations = itertools.count(1)
 
@@ -139,9 +167,18 @@ class ManifestCache:
         return entry.declarations
 
     def clear(self) -> None:
-        """Forget every home (a reset seam for tests)."""
+        """Forget every home, and the shared roots' probes and parses (a reset seam for tests)."""
         with self._lock:
             self._entries.clear()
+            self._shared = {}
+            self._parsed = {}
+
+    def _prune_parsed(self) -> None:
+        """Forget parse results of shared-root candidates no longer in their latest probe."""
+        with self._lock:
+            current = {c for rp in self._shared.values() for c in rp.candidates}
+            if len(self._parsed) > len(current) or any(c not in current for c in self._parsed):
+                self._parsed = {c: p for c, p in self._parsed.items() if c in current}
 
     def _current(self, key: str, home_path: str) -> _Entry:
         """Single-flight per home: queue on the home's lock, then refresh."""
@@ -164,22 +201,40 @@ class ManifestCache:
         """Check the stamp and rescan when it changed (called holding the home's lock only)."""
         with self._lock:
             cached = self._entries.get(key)
+            if cached is not None:
+                self._entries.move_to_end(key)
             if cached is not None and cached.ticket > arrival:
-                return cached  # a scan that started after this call arrived
+                return cached  # a check that started after this call arrived
             ticket = next(self._tickets)
-        found = probe(self._fs, home_roots(home_path, self._bundled_root))
+        if cached is not None and cached.home_path == home_path:
+            roots = cached.roots
+            expected = cached.expected(self._shared)
+        else:
+            roots = home_roots(home_path, self._bundled_root)
+            expected = dict(self._shared)
+        found = probe(self._fs, roots, expected)
+        for rp in found.roots:
+            if rp.root.kind is RootKind.BUNDLED and self._shared.get(rp.root.path) is not rp:
+                with self._lock:
+                    self._shared[rp.root.path] = rp
         if cached is not None and not cached.racy and cached.stamp == found.stamp:
+            with self._lock:
+                cached.ticket = max(cached.ticket, ticket)
             return cached
-        result = scan(self._fs, found)
+        result = scan(self._fs, found, self._parsed)
+        self._prune_parsed()
         previous = None if cached is None else cached.declarations
         fresh = _retain(previous, result)
-        if previous is not None and replace(fresh, generation=previous.generation) == previous:
+        if previous is not None and fresh.replace(generation=previous.generation) == previous:
             fresh = previous
         else:
             with self._lock:
                 generation = next(self._generations)
-            fresh = replace(fresh, generation=generation)
-        entry = _Entry(found.stamp, fresh, result.fatal, result.racy, ticket)
+            fresh = fresh.replace(generation=generation)
+        entry = _Entry(found.stamp, fresh, result.fatal, result.racy, ticket, home_path, roots)
         with self._lock:
             self._entries[key] = entry
+            self._entries.move_to_end(key)
+            if len(self._entries) > self._maxsize:
+                self._entries.popitem(last=False)
         return entry

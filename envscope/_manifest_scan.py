@@ -10,10 +10,16 @@ Pure given the ``FileSystem`` seam. A scan runs in two passes:
     dangling link and a loop apart); an absent ``plugin.yaml`` is followed by an
     ``lstat`` of ``plugin.yml``; a failing entry (unlistable root, unsearchable
     plugin directory) is ``stat``-ed itself so a ``chmod`` back changes the
-    stamp. No file is opened. The probe *is* the stamp.
+    stamp. No file is opened. The probe *is* the stamp. Given the previous
+    probe (``expected``), an unchanged root or candidate comes back as the very
+    same object, so the warm check allocates next to nothing and an unchanged
+    stamp compares by identity; the system calls are the same.
 
-``scan(fs, probe)``
+``scan(fs, probe, parsed=None)``
     Reads and parses each regular manifest the probe found, never re-stats.
+    ``parsed`` (the cache's) remembers what each settled bundled manifest
+    declares, keyed by its whole probe (path and signature), so every home
+    shares one parse and the same ``Declaration`` objects.
 
 Roots, in order: the bundled root (every manifest counts), ``<home>/plugins/
 platforms`` (every manifest counts) and ``<home>/plugins`` (a manifest counts only
@@ -55,15 +61,18 @@ from __future__ import annotations
 
 import enum
 import errno as errno_mod
+import operator
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
+from functools import partial
 from types import MappingProxyType
+from typing import NamedTuple
 
 from envscope._declarations import Declaration, Origin, OriginKind, Problem, Tier, norm
 from envscope._declarations import plugin_prefix as _plugin_prefix
-from envscope._fs import DirEntry, FileSystem, StatResult
+from envscope._fs import DirEntry, FileSystem, RealFileSystem, StatResult
 from envscope._manifest_schema import MAX_MANIFEST_BYTES, parse_manifest
 from envscope.errors import ManifestError
 
@@ -71,6 +80,7 @@ __all__ = [
     "MANIFEST_NAMES",
     "RACY_WINDOW_NS",
     "CandidateProbe",
+    "Parsed",
     "Probe",
     "Root",
     "RootKind",
@@ -88,6 +98,7 @@ RACY_WINDOW_NS = 3_000_000_000
 """Covers a 2 s timestamp granularity (FAT) plus clock slack."""
 
 _PLATFORMS = "platforms"
+_FIRST = os.sep + MANIFEST_NAMES[0]
 
 
 class RootKind(enum.Enum):
@@ -123,9 +134,12 @@ def home_roots(home_path: str, bundled_root: str | None) -> tuple[Root, ...]:
     return tuple(roots)
 
 
-@dataclass(frozen=True, slots=True)
-class Signature:
-    """A file's identity and version as far as ``stat`` can tell."""
+class Signature(NamedTuple):
+    """A file's identity and version as far as ``stat`` can tell.
+
+    A tuple, so the warm check compares a fresh ``lstat`` with it in one
+    tuple comparison (see ``_probe_root``); fields in ``of``'s order.
+    """
 
     mode: int
     dev: int
@@ -172,6 +186,8 @@ class CandidateProbe:
     signature: Signature | None = None
     error: int | None = None
     racy: bool = field(default=False, compare=False)
+    plain: bool = field(default=False, compare=False, repr=False)
+    """A settled regular ``plugin.yaml``, not a symlink: one ``lstat`` rechecks it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,15 +264,32 @@ def _candidate(
     *,
     racy: bool = False,
 ) -> CandidateProbe:
-    return CandidateProbe(entry.name, entry.path, entry.is_symlink, path, state, sig, err, racy)
+    plain = state is State.REGULAR and not racy and path.endswith(_FIRST)
+    return CandidateProbe(
+        entry.name, entry.path, entry.is_symlink, path, state, sig, err, racy, plain
+    )
 
 
-def _probe_manifest(fs: FileSystem, entry: DirEntry, now_ns: int) -> CandidateProbe:
-    """Find and stat the manifest of one plugin directory."""
+def _probe_manifest(
+    fs: FileSystem,
+    entry: DirEntry,
+    now_ns: int,
+    first: StatResult | OSError | None = None,
+) -> CandidateProbe:
+    """Find and stat the manifest of one plugin directory.
+
+    ``first``, when given, is the outcome of the ``lstat`` of ``plugin.yaml``
+    already made (by the unchanged-candidate check), so no call is repeated.
+    """
     for name in MANIFEST_NAMES:
         path = os.path.join(entry.path, name)
         try:
-            st = fs.stat(path, follow_symlinks=False)
+            if first is None:
+                st = fs.stat(path, follow_symlinks=False)
+            elif isinstance(first, OSError):
+                raise first
+            else:
+                st = first
         except OSError as exc:
             if exc.errno in (errno_mod.ENOENT, errno_mod.ENOTDIR):
                 continue  # absent: try the next name
@@ -264,6 +297,8 @@ def _probe_manifest(fs: FileSystem, entry: DirEntry, now_ns: int) -> CandidatePr
             return _candidate(
                 entry, path, State.FAILED, _failure_signature(fs, entry.path), exc.errno
             )
+        finally:
+            first = None
         if stat.S_ISLNK(st.st_mode):
             link = Signature.of(st)
             try:
@@ -281,26 +316,115 @@ def _probe_manifest(fs: FileSystem, entry: DirEntry, now_ns: int) -> CandidatePr
     return _candidate(entry, os.path.join(entry.path, MANIFEST_NAMES[0]), State.ABSENT)
 
 
-def _probe_root(fs: FileSystem, root: Root, now_ns: int) -> RootProbe:
+def _settle(found: CandidateProbe, expected: CandidateProbe) -> CandidateProbe:
+    """``expected`` when the new probe of a candidate equals it (racy flag included)."""
+    return expected if found == expected and found.racy == expected.racy else found
+
+
+_by_name = operator.attrgetter("name")
+
+
+def _probe_root(
+    fs: FileSystem, root: Root, now_ns: int, expected: RootProbe | None = None
+) -> RootProbe:
+    """List one root and probe its candidates; ``expected`` (same root) is reused if unchanged."""
     try:
         listing = fs.scandir(root.path)
     except OSError as exc:
         if exc.errno == errno_mod.ENOENT:
+            if expected is not None and expected.missing:
+                return expected
             return RootProbe(root, missing=True)
         return RootProbe(root, error=exc.errno, signature=_failure_signature(fs, root.path))
-    dirs = sorted(
-        (e for e in listing if e.is_dir and not _is_dunder(e.name)),
-        key=lambda e: e.name,
+    flat = root.kind is RootKind.FLAT
+    dirs = [
+        e
+        for e in listing
+        if e.is_dir
+        and not (e.name.startswith("__") and _is_dunder(e.name))
+        and not (flat and e.name == _PLATFORMS)
+    ]
+    dirs.sort(key=_by_name)
+    before = () if expected is None else expected.candidates
+    if len(before) != len(dirs):  # plugins came or went: probe the root afresh
+        return RootProbe(root, candidates=tuple(_probe_manifest(fs, e, now_ns) for e in dirs))
+    # The warm path, once per candidate manifest on every spawn: a plain candidate
+    # (a settled regular plugin.yaml) is rechecked with one lstat and one tuple
+    # comparison, and comes back as the same object when unchanged.
+    settled_ns = now_ns - RACY_WINDOW_NS
+    # fs.stat(path, follow_symlinks=False); for exactly RealFileSystem (a subclass may
+    # count or inject faults) that is os.lstat itself: no Python frame per manifest.
+    lstat: Callable[[str], StatResult] = (
+        os.lstat if type(fs) is RealFileSystem else partial(fs.stat, follow_symlinks=False)
     )
-    if root.kind is RootKind.FLAT:
-        dirs = [e for e in dirs if e.name != _PLATFORMS]
-    return RootProbe(root, candidates=tuple(_probe_manifest(fs, e, now_ns) for e in dirs))
+    same = True
+    found = []
+    for entry, old in zip(dirs, before, strict=True):
+        if (
+            old.dirname != entry.name
+            or old.dirpath != entry.path
+            or old.is_symlink != entry.is_symlink
+        ):
+            cand = _probe_manifest(fs, entry, now_ns)
+        elif not old.plain:
+            cand = _settle(_probe_manifest(fs, entry, now_ns), old)
+        else:
+            try:
+                st = lstat(old.manifest)
+            except OSError as exc:
+                cand = _settle(_probe_manifest(fs, entry, now_ns, exc), old)
+            else:
+                sig = old.signature
+                # Equal modes mean still regular (the cached one is); a timestamp
+                # newer than now minus the racy window is racy.
+                if (
+                    st.st_mode,
+                    st.st_dev,
+                    st.st_ino,
+                    st.st_size,
+                    st.st_mtime_ns,
+                    st.st_ctime_ns,
+                    st.st_uid,
+                    st.st_gid,
+                ) == sig and sig.mtime_ns <= settled_ns >= sig.ctime_ns:
+                    found.append(old)
+                    continue
+                cand = _settle(_probe_manifest(fs, entry, now_ns, st), old)
+        same = same and cand is old
+        found.append(cand)
+    if same and expected is not None:
+        return expected
+    return RootProbe(root, candidates=tuple(found))
 
 
-def probe(fs: FileSystem, roots: tuple[Root, ...]) -> Probe:
-    """List every root and stat every candidate manifest; opens no file."""
+def probe(
+    fs: FileSystem, roots: tuple[Root, ...], expected: Mapping[str, RootProbe] | None = None
+) -> Probe:
+    """List every root and stat every candidate manifest; opens no file.
+
+    ``expected`` maps root paths to a previous probe of them: an unchanged root or
+    candidate comes back as the very same object (so an unchanged stamp
+    compares by identity, and a warm check allocates next to nothing). The
+    system calls are the same either way.
+    """
     now_ns = fs.now_ns()
-    return Probe(tuple(_probe_root(fs, root, now_ns) for root in roots))
+    if expected is None:
+        return Probe(tuple(_probe_root(fs, root, now_ns) for root in roots))
+    found = []
+    for root in roots:
+        before = expected.get(root.path)
+        if before is not None and before.root.kind is not root.kind:
+            before = None  # the same path as another kind of root: nothing to reuse
+        found.append(_probe_root(fs, root, now_ns, before))
+    return Probe(tuple(found))
+
+
+class Parsed(NamedTuple):
+    """What one readable manifest declares: whether it counts, its prefix, its secrets."""
+
+    counted: bool  # a platform root, or ``kind: platform``
+    prefix: str
+    secrets: tuple[Declaration, ...]
 
 
 class _Builder:
@@ -327,8 +451,34 @@ class _Builder:
         if root.kind.is_platform:
             self.plugin_prefixes.add(prefix)
 
-    def read(self, fs: FileSystem, root: Root, cand: CandidateProbe) -> None:
-        """Read, parse and declare one regular manifest."""
+    def read(
+        self,
+        fs: FileSystem,
+        root: Root,
+        cand: CandidateProbe,
+        parsed: MutableMapping[CandidateProbe, Parsed] | None = None,
+    ) -> None:
+        """Read, parse and declare one regular manifest.
+
+        With ``parsed``, a settled candidate of a bundled root is parsed once per
+        signature: its result (and its very ``Declaration`` objects) is shared by every
+        home whose probe found the same candidate.
+        """
+        share = parsed is not None and root.kind is RootKind.BUNDLED and not cand.racy
+        found = parsed.get(cand) if share and parsed is not None else None
+        if found is None:
+            found = self._parse(fs, root, cand)
+            if found is None:
+                return
+            if share and parsed is not None:
+                parsed[cand] = found
+        if found.counted:
+            self.plugin_prefixes.add(found.prefix)
+        for decl in found.secrets:
+            self.secrets.setdefault(decl.name, decl)
+
+    def _parse(self, fs: FileSystem, root: Root, cand: CandidateProbe) -> Parsed | None:
+        """What one manifest declares; None (after recording any problem) when nothing."""
 
         def fail(message: str, *, line: int | None = None, fld: str | None = None) -> None:
             self.problem(root, Problem(cand.manifest, message, line, fld, cand.dirname))
@@ -337,30 +487,39 @@ class _Builder:
             data = fs.read_regular(cand.manifest, MAX_MANIFEST_BYTES)
         except OSError as exc:
             fail(f"cannot read manifest: {_describe(exc.errno)}")
-            return
+            return None
         if data is None:
-            return  # replaced by a non-regular file since the probe; the stamp will differ
+            return None  # replaced by a non-regular file since the probe; the stamp will differ
         if len(data) > MAX_MANIFEST_BYTES:
             fail(f"manifest is larger than {MAX_MANIFEST_BYTES} bytes")
-            return
+            return None
         try:
             manifest = parse_manifest(data, cand.manifest)
         except ManifestError as exc:
             fail(exc.message, line=exc.line, fld=exc.field)
-            return
+            return None
         if not (root.kind.is_platform or manifest.is_platform):
-            return
-        self.plugin_prefixes.add(_plugin_prefix(cand.dirname))
+            return Parsed(False, "", ())
+        secrets: dict[str, Declaration] = {}
         for item in manifest.entries:
             if not item.is_secret:
                 continue
             origin = Origin(OriginKind.MANIFEST, cand.dirname, path=cand.manifest, line=item.line)
             name = norm(item.name)
-            self.secrets.setdefault(name, Declaration(name, Tier.TIER1, origin))
+            secrets.setdefault(name, Declaration(name, Tier.TIER1, origin))
+        return Parsed(True, _plugin_prefix(cand.dirname), tuple(secrets.values()))
 
 
-def scan(fs: FileSystem, found: Probe) -> ScanResult:
-    """Read and parse the manifests ``found`` by a probe; never re-stats."""
+def scan(
+    fs: FileSystem,
+    found: Probe,
+    parsed: MutableMapping[CandidateProbe, Parsed] | None = None,
+) -> ScanResult:
+    """Read and parse the manifests ``found`` by a probe; never re-stats.
+
+    ``parsed`` (the cache's) remembers what the settled manifests of the bundled
+    root declare, so a scan of another home reuses it instead of reading them again.
+    """
     b = _Builder()
     for rp in found.roots:
         root = rp.root
@@ -373,7 +532,7 @@ def scan(fs: FileSystem, found: Probe) -> ScanResult:
             continue
         for cand in rp.candidates:
             if cand.state is State.REGULAR:
-                b.read(fs, root, cand)
+                b.read(fs, root, cand, parsed)
             elif cand.state is State.FAILED:
                 if cand.error == errno_mod.ENOENT:
                     message = "manifest is a dangling symlink"

@@ -9,33 +9,52 @@ stricter tier).
 
 from __future__ import annotations
 
-import fnmatch
 import functools
-import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
 
-from envscope._declarations import Declaration, Origin, OriginKind, Tier, has_secret_suffix, norm
+from envscope._declarations import (
+    Declaration,
+    Origin,
+    OriginKind,
+    Tier,
+    _Record,
+    has_secret_suffix,
+    norm,
+)
 from envscope.errors import CatalogError
 
+TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
+    import re
+    from collections.abc import Iterable, Mapping
+    from pathlib import Path
+    from typing import Any
+
     import pydantic
 
 __all__ = ["Catalog", "CatalogPattern"]
 
 DEFAULT_CATALOG_NAME = "envscope/data/catalog.yaml"
+_LOOKUP_MEMO_MAX = 8192
+"""How many distinct names one catalog memoises its answer for (shared by every home)."""
+_MISSING = object()
+_NO_NAMES: Mapping[str, Declaration] = MappingProxyType({})
+_set = object.__setattr__
 
 
-@dataclass(frozen=True, slots=True)
-class CatalogPattern:
+class CatalogPattern(_Record):
     """A glob over upper-cased names (``*`` = any run, possibly empty) with its tier."""
 
+    __slots__ = ("origin", "pattern", "tier")
+    _fields = ("pattern", "tier", "origin")
     pattern: str
     tier: Tier
     origin: Origin
+
+    def __init__(self, pattern: str, tier: Tier, origin: Origin) -> None:
+        _set(self, "pattern", pattern)
+        _set(self, "tier", tier)
+        _set(self, "origin", origin)
 
 
 def _stricter(a: Declaration, b: Declaration) -> Declaration:
@@ -43,15 +62,49 @@ def _stricter(a: Declaration, b: Declaration) -> Declaration:
     return b if b.tier.value < a.tier.value else a
 
 
-@dataclass(frozen=True)
-class Catalog:
-    """Declared names (upper-cased → declaration), patterns, platform prefixes, global names."""
+class Catalog(_Record):
+    """Declared names (upper-cased → declaration), patterns, platform prefixes, global names.
 
-    names: Mapping[str, Declaration] = field(default_factory=lambda: MappingProxyType({}))
-    patterns: tuple[CatalogPattern, ...] = ()
-    platform_prefixes: frozenset[str] = frozenset()
-    global_names: frozenset[str] = frozenset()
-    source: str = "<empty>"
+    Immutable; equal by value (unhashable: it holds a mapping).
+    """
+
+    __slots__ = (
+        "_memo",
+        "_regex",
+        "global_names",
+        "names",
+        "patterns",
+        "platform_prefixes",
+        "source",
+    )
+    _fields = ("names", "patterns", "platform_prefixes", "global_names", "source")
+    names: Mapping[str, Declaration]
+    patterns: tuple[CatalogPattern, ...]
+    platform_prefixes: frozenset[str]
+    global_names: frozenset[str]
+    source: str
+    # lookup()'s memo: upper-cased name -> the catalog's declaration or None. No part of
+    # equality or repr; filled lock-free (dict get and set are atomic).
+    _memo: dict[str, Declaration | None]
+    _regex: object  # the compiled patterns (see _pattern_regex), _MISSING until first used
+
+    def __init__(
+        self,
+        names: Mapping[str, Declaration] = _NO_NAMES,
+        patterns: tuple[CatalogPattern, ...] = (),
+        platform_prefixes: frozenset[str] = frozenset(),
+        global_names: frozenset[str] = frozenset(),
+        source: str = "<empty>",
+    ) -> None:
+        _set(self, "names", names)
+        _set(self, "patterns", patterns)
+        _set(self, "platform_prefixes", platform_prefixes)
+        _set(self, "global_names", global_names)
+        _set(self, "source", source)
+        _set(self, "_memo", {})
+        _set(self, "_regex", _MISSING)
+
+    __hash__ = None  # type: ignore[assignment]
 
     @classmethod
     def default(cls) -> Catalog:
@@ -68,7 +121,8 @@ class Catalog:
         """Load and validate a catalog YAML file; errors name the file and the field."""
         source = str(path)
         try:
-            data = Path(path).read_bytes()
+            with open(path, "rb") as handle:
+                data = handle.read()
         except OSError as exc:
             raise CatalogError(source, f"cannot read catalog: {exc.strerror}") from None
         return cls.from_yaml(data, source=source)
@@ -124,16 +178,25 @@ class Catalog:
                 extra[key] = Declaration(key, tier, Origin(OriginKind.CATALOG, detail))
         return self.extend(Catalog(names=MappingProxyType(extra), source=detail))
 
-    @functools.cached_property
     def _pattern_regex(self) -> tuple[re.Pattern[str], tuple[CatalogPattern, ...]] | None:
-        if not self.patterns:
-            return None
-        parts = [f"(?P<p{i}>{fnmatch.translate(p.pattern)})" for i, p in enumerate(self.patterns)]
-        return re.compile("|".join(parts)), self.patterns
+        """One compiled alternation of every pattern (built on first use, then kept)."""
+        compiled = self._regex
+        if compiled is _MISSING:
+            compiled = None
+            if self.patterns:
+                import fnmatch
+                import re
+
+                parts = [
+                    f"(?P<p{i}>{fnmatch.translate(p.pattern)})" for i, p in enumerate(self.patterns)
+                ]
+                compiled = (re.compile("|".join(parts)), self.patterns)
+            _set(self, "_regex", compiled)  # idempotent: a racing thread builds the same
+        return compiled  # type: ignore[return-value]
 
     def match_pattern(self, key: str) -> CatalogPattern | None:
         """The first pattern matching an upper-cased name, if any."""
-        compiled = self._pattern_regex
+        compiled = self._pattern_regex()
         if compiled is None:
             return None
         regex, patterns = compiled
@@ -144,14 +207,26 @@ class Catalog:
 
     def declaration(self, name: str) -> Declaration | None:
         """How the catalog declares a name (explicitly or by pattern), or None."""
-        key = norm(name)
+        return self.lookup(norm(name))
+
+    def lookup_memo(self) -> dict[str, Declaration | None]:
+        """``lookup``'s memo (read-only for callers): a policy reads it inline on the spawn path."""
+        return self._memo
+
+    def lookup(self, key: str) -> Declaration | None:
+        """``declaration`` for an upper-cased name, memoised per catalog (the spawn path)."""
+        memo = self._memo
+        found = memo.get(key, _MISSING)
+        if found is not _MISSING:
+            return found  # type: ignore[return-value]
         found = self.names.get(key)
-        if found is not None:
-            return found
-        pattern = self.match_pattern(key)
-        if pattern is None:
-            return None
-        return Declaration(key, pattern.tier, pattern.origin)
+        if found is None:
+            pattern = self.match_pattern(key)
+            if pattern is not None:
+                found = Declaration(key, pattern.tier, pattern.origin)
+        if len(memo) < _LOOKUP_MEMO_MAX:
+            memo[key] = found
+        return found
 
 
 @functools.cache
@@ -165,6 +240,7 @@ def _load_default() -> Catalog:
 @functools.cache
 def _catalog_model() -> type[pydantic.BaseModel]:
     """The pydantic model of a catalog document (built on first use)."""
+    import re
     from typing import Literal
 
     from pydantic import BaseModel, ConfigDict, Field, field_validator
