@@ -15,8 +15,8 @@ $(STAMP): $(BIN)/python pyproject.toml
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check envscope tests fuzz
-	$(BIN)/ruff format --check envscope tests fuzz
+	$(BIN)/ruff check envscope tests fuzz benchmarks
+	$(BIN)/ruff format --check envscope tests fuzz benchmarks
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -34,6 +34,10 @@ demo: $(STAMP)
 	@$(DEMO) explain --home work --surface terminal
 	@echo
 	@$(DEMO) explain --home work --surface credentialed
+
+# Timing goals live here, never in unit tests (docs/performance.md).
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.run
 
 # The long fuzz runs (CI runs the property tests at 300 examples each).
 fuzz: $(STAMP)
