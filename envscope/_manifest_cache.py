@@ -20,8 +20,8 @@ Failing closed. A partial scan (``complete=False``) keeps every secret, deny
 prefix and plugin prefix of the home's previous result (a complete scan does
 not, so a deleted plugin releases its names). The scan itself denies the
 secret-suffixed names under a failing plugin's prefix, also on the first scan.
-An unlistable root has no prefix: only previous names are kept, and on a first
-scan nothing beyond the catalog is denied for it. The memory of previous names
+An unlistable root names no plugin: the scan denies the empty prefix (every
+secret-suffixed name of the home) while it lasts. The memory of previous names
 lives in the LRU: an evicted home starts over as a first scan.
 
 ``generation`` comes from one counter per cache, so it grows with every new

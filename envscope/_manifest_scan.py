@@ -30,13 +30,16 @@ directories are skipped, a symlinked plugin directory is followed.
 Per plugin directory: ``plugin.yaml``, else ``plugin.yml`` when the first is
 absent. A symlink loop in place of a manifest (``ELOOP``) is "no manifest"; a
 dangling manifest symlink is a problem; a manifest that is not a regular file
-(FIFO, directory, socket, device) declares nothing and is never opened.
+(FIFO, directory, socket, device) is never opened and is a problem (failing
+closed: its plugin's prefix is denied, as for an unreadable manifest).
 
 Problems (the scan is then partial; ``complete`` is False):
 
 - a root that exists but cannot be listed (``EACCES``, ``ENOTDIR``, ``EIO``…);
-  a missing root (``ENOENT``) is fine and declares nothing. There is no plugin
-  prefix to deny for a root: the cache keeps the home's previous names.
+  a missing root (``ENOENT``) is fine and declares nothing. No plugin is known
+  for such a root, so the *empty* prefix is denied: every secret-suffixed name
+  is stripped for the home while the root stays unlistable (and the cache
+  keeps the home's previous names).
 - a plugin directory that cannot be searched, a manifest that cannot be
   stat-ed or read, one over ``MAX_MANIFEST_BYTES``, or one ``parse_manifest``
   rejects (invalid YAML or schema; the problem keeps the line and field).
@@ -442,7 +445,12 @@ class _Builder:
         if root.kind.is_platform:
             self.fatal.append(problem)
         if problem.plugin is None:
-            return  # an unlistable root: no prefix to deny (the cache keeps previous names)
+            # An unlistable root: no plugin (hence no prefix) is known, so every
+            # secret-suffixed name is denied for this home while it lasts (the
+            # empty prefix); it never counts for the gate rule.
+            origin = Origin(OriginKind.PARTIAL_SCAN, "unlistable plugin root", path=problem.path)
+            self.deny.setdefault("", origin)
+            return
         prefix = _plugin_prefix(problem.plugin)
         origin = Origin(
             OriginKind.PARTIAL_SCAN, problem.plugin, path=problem.path, line=problem.line
@@ -533,6 +541,9 @@ def scan(
         for cand in rp.candidates:
             if cand.state is State.REGULAR:
                 b.read(fs, root, cand, parsed)
+            elif cand.state is State.IGNORED:
+                message = "manifest is not a regular file (never opened): failing closed"
+                b.problem(root, Problem(cand.manifest, message, plugin=cand.dirname))
             elif cand.state is State.FAILED:
                 if cand.error == errno_mod.ENOENT:
                     message = "manifest is a dangling symlink"

@@ -403,11 +403,10 @@ def short_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[Path
 def test_manifest_replaced_by_non_regular_file_never_hangs_and_is_never_opened(
     tree: tuple[Path, Path], kind: str, short_cwd: Callable[[Path], None]
 ) -> None:
-    """A non-regular plugin.yaml is never opened and never hangs; it counts as no manifest.
+    """A non-regular plugin.yaml is never opened, never hangs, and fails closed.
 
-    DESIGN §4: "a manifest that is not a regular file is ignored", so the
-    outcome equals deleting the manifest (a complete scan that releases the
-    plugin's names, S29) — pinned here so a change of that decision is visible.
+    It is a recorded problem naming the path: in "raise" mode a ManifestError
+    (a platform root), in "deny" mode the plugin's names stay stripped.
     """
     launch, home = tree
     fs = seam()
@@ -430,14 +429,14 @@ def test_manifest_replaced_by_non_regular_file_never_hangs_and_is_never_opened(
         fs.reset_counts()
         outcome = attempt(host, home)
         assert str(manifest) not in fs.opened
-        assert outcome.error is None
-        assert outcome.env is not None
-        assert outcome.complete is True
-        assert RELAY_DECLARED.isdisjoint(outcome.env)
-        deleted_twin = make_tree(home.parent.parent / f"twin-{kind}")
-        (deleted_twin[1] / CHATX_MANIFEST).unlink()
-        twin_env = build(make_host(deleted_twin[0], "raise", seam()), deleted_twin[1])
-        assert sorted(outcome.env) == sorted(twin_env)
+        assert isinstance(outcome.error, ManifestError)
+        assert outcome.error.path == str(manifest)
+        denied = attempt(make_host(launch, "deny", fs), home)
+        assert str(manifest) not in fs.opened
+        assert denied.env is not None
+        assert denied.complete is False
+        assert CHATX_DECLARED.isdisjoint(denied.env)
+        assert str(manifest) in denied.problem_paths
     finally:
         for sock in holder:
             sock.close()

@@ -167,7 +167,6 @@ INVALIDATION: list[tuple[str, Callable[[Path], None], set[str], set[str]]] = [
         {"YMLONLY_API_KEY"},
     ),
     ("flat kind becomes platform", _flat_becomes_platform, {"MEMORY_API_KEY"}, set()),
-    ("manifest replaced by a FIFO", _manifest_becomes_fifo, set(), CHATX_NAMES),
 ]
 
 
@@ -194,6 +193,19 @@ def test_invalidation(
     assert set(after.secrets) == (HOME_NAMES | added) - removed
     assert after.complete
     assert after.generation > before.generation
+
+
+def test_manifest_replaced_by_fifo_fails_closed(home: Path, fs: InstrumentedFileSystem) -> None:
+    """A FIFO in place of a manifest is never opened; it is a problem and its names stay denied."""
+    check = Checker(home, fs)
+    assert set(check().secrets) == HOME_NAMES
+    _manifest_becomes_fifo(home)
+    after = check()
+    assert not after.complete
+    assert [p.path for p in after.problems] == [str(home / MANIFEST)]
+    assert CHATX_NAMES <= set(after.secrets)
+    assert "CHATX_" in after.deny_prefixes
+    assert str(home / MANIFEST) not in fs.opened
 
 
 @pytest.mark.parametrize("granularity_s", [1, 2])
@@ -322,7 +334,7 @@ def _fail_malformed(home: Path, fs: InstrumentedFileSystem) -> Callable[[], None
 Failure = Callable[[Path, InstrumentedFileSystem], Callable[[], None]]
 # (id, make it fail (returns the repair), path the problem names, prefix denied)
 FAILURES: list[tuple[str, Failure, str, str | None]] = [
-    ("EACCES on the platforms root", _fail_root, "plugins/platforms", None),
+    ("EACCES on the platforms root", _fail_root, "plugins/platforms", ""),
     ("EACCES on the plugin dir", _fail_plugin_dir, MANIFEST, "CHATX_"),
     ("EACCES on the manifest", _fail_manifest, MANIFEST, "CHATX_"),
     ("dangling manifest symlink", _fail_dangling, MANIFEST, "CHATX_"),
@@ -341,8 +353,8 @@ def test_first_scan_failure_denies_by_prefix(
     result = Checker(home, fs)()
     assert not result.complete
     assert [p.path for p in result.problems] == [str(home / where)]
-    assert set(result.deny_prefixes) == ({prefix} if prefix else set())
-    if prefix:
+    assert set(result.deny_prefixes) == {prefix}  # "" = every secret-suffixed name
+    if prefix is not None:
         origin = result.deny_prefixes[prefix]
         assert (origin.kind, origin.path) == (OriginKind.PARTIAL_SCAN, str(home / where))
     assert "FLATPLAT_TOKEN" in result.secrets
@@ -365,7 +377,7 @@ def test_platform_failure_raises_and_the_closed_result_is_cached(
     closed = check("deny")
     assert check.opens == 0
     assert not closed.complete
-    assert set(closed.deny_prefixes) == ({prefix} if prefix else set())
+    assert set(closed.deny_prefixes) == {prefix}
 
 
 @pytest.mark.parametrize(("fail", "where", "prefix"), FAILURE_ARGS, ids=FAILURE_IDS)
@@ -732,7 +744,7 @@ PRIVDROP: list[tuple[str, list[list[str]], list[dict[str, Any]]]] = [
         ],
         [
             ok(),
-            partial(ALL, [], "plugins/platforms"),
+            partial(ALL, [""], "plugins/platforms"),
             {"error": "plugins/platforms", "opened": 0},
             ok(),
         ],

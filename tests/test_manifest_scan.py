@@ -187,9 +187,9 @@ Maker = Callable[[Path, Callable[[Path], None]], Generator[None, None, None]]
 
 # (id, maker, names declared, problem?, manifest opened?)
 IN_PLACE: list[tuple[str, Maker, set[str], bool, bool]] = [
-    ("fifo", _fifo, set(), False, False),
-    ("socket", make_socket, set(), False, False),
-    ("directory", _directory, set(), False, False),
+    ("fifo", _fifo, set(), True, False),
+    ("socket", make_socket, set(), True, False),
+    ("directory", _directory, set(), True, False),
     ("symlink loop", _loop, set(), False, False),
     ("symlink loop, plugin.yml", _loop_with_yml, {"CHATX_YML_TOKEN"}, False, False),
     ("dangling symlink", _dangling, set(), True, False),
@@ -212,7 +212,7 @@ def test_what_stands_in_place_of_a_manifest(
     problem: bool,
     opened: bool,
 ) -> None:
-    """Non-regular manifests are ignored unopened; loops are absent; dangling links are problems."""
+    """Non-regular manifests are never opened but are problems; loops are absent."""
     manifest = tree / "home/plugins/platforms/chatx/plugin.yaml"
     manifest.unlink()
     fs = old_fs()
@@ -344,11 +344,11 @@ def test_roots(
     assert result.complete == (not problems)
     assert ("FLATPLAT_TOKEN" in result.secrets) is flat
     assert ("BUNDLEDCHAT_TOKEN" in result.secrets) is bundled
-    assert dict(result.deny_prefixes) == {}
+    assert set(result.deny_prefixes) == ({""} if problems else set())  # "" = deny all suffixed
 
 
 def test_unlistable_root_is_a_problem_with_its_errno(tree: Path) -> None:
-    """EACCES on listing a root: partial, named, no prefix to deny, the other roots still count."""
+    """EACCES on listing a root: partial, named, every secret-suffixed name denied, others count."""
     fs = old_fs()
     fs.inject(tree / "home/plugins/platforms", errno.EACCES, ops=("scandir",))
     result = run_scan(tree / "home", tree / "bundled", fs=fs)
@@ -358,7 +358,9 @@ def test_unlistable_root_is_a_problem_with_its_errno(tree: Path) -> None:
     assert result.fatal == result.problems
     assert "FLATPLAT_TOKEN" in result.secrets
     assert "BUNDLEDCHAT_TOKEN" in result.secrets
-    assert dict(result.deny_prefixes) == {}
+    assert set(result.deny_prefixes) == {""}
+    assert result.deny_prefixes[""].path == str(tree / "home/plugins/platforms")
+    assert "" not in result.plugin_prefixes  # never a gate prefix
 
 
 def test_unsearchable_plugin_dir_is_a_problem_for_that_plugin(tree: Path) -> None:
