@@ -7,7 +7,7 @@ compares the probe with the cached stamp; equal → the cached result, the very
 same object. A racy probe (a manifest touched within ``RACY_WINDOW_NS`` of the
 clock) is never trusted: the next call scans again.
 
-Concurrency. One ``threading.Lock`` guards the LRU (an ``OrderedDict``) and the
+Concurrency. One ``threading.Lock`` guards the LRU (a ``cachetools.LRUCache``) and the
 table of in-flight checks, and is held only for dict gets and sets, never while
 probing, reading or parsing. Calls for one home are single-flight: they queue on
 that home's own lock, and a caller that arrived before a check started takes that
@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -135,8 +134,9 @@ class ManifestCache:
         self._fs: FileSystem = RealFileSystem() if fs is None else fs
         self._mode: UnreadablePlatformMode = on_unreadable_platform
         self._lock = threading.Lock()
-        self._maxsize = maxsize
-        self._entries: OrderedDict[str, _Entry] = OrderedDict()  # least recently used first
+        from cachetools import LRUCache  # on first use: keeps ``import envscope`` cheap
+
+        self._entries: LRUCache[str, _Entry] = LRUCache(maxsize)
         self._flights: dict[str, _Flight] = {}
         # The latest probe of each root every home shares (the bundled root): a home's
         # probe reuses its objects, so all homes hold one copy and compare by identity.
@@ -200,9 +200,7 @@ class ManifestCache:
     def _refresh(self, key: str, home_path: str, arrival: int) -> _Entry:
         """Check the stamp and rescan when it changed (called holding the home's lock only)."""
         with self._lock:
-            cached = self._entries.get(key)
-            if cached is not None:
-                self._entries.move_to_end(key)
+            cached = self._entries.get(key)  # a hit marks it most recently used
             if cached is not None and cached.ticket > arrival:
                 return cached  # a check that started after this call arrived
             ticket = next(self._tickets)
@@ -233,8 +231,5 @@ class ManifestCache:
             fresh = fresh.replace(generation=generation)
         entry = _Entry(found.stamp, fresh, result.fatal, result.racy, ticket, home_path, roots)
         with self._lock:
-            self._entries[key] = entry
-            self._entries.move_to_end(key)
-            if len(self._entries) > self._maxsize:
-                self._entries.popitem(last=False)
+            self._entries[key] = entry  # the LRUCache evicts the least recently used home
         return entry

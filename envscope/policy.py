@@ -5,10 +5,11 @@ A policy is built per home from the catalog, the plugin manifests of that home
 lookups it needs on the spawn path are precomputed once per policy.
 
 Precedence for one name: the catalog (explicit names, then patterns) wins;
-then manifest declarations (Tier 1); then the runtime adapters (Tier 2); last,
-a partial scan's deny prefixes (Tier 1 for secret-suffixed names under the
-failing plugin's prefix). A manifest or adapter never demotes or reclassifies
-a name the catalog declares.
+then manifest declarations (Tier 1); then a partial scan's deny prefixes
+(Tier 1 for secret-suffixed names under the failing plugin's prefix); last, the
+runtime adapters (Tier 2: an adapter name under a deny prefix is not added, so
+the stricter tier wins). A manifest or adapter never demotes or reclassifies a
+name the catalog declares.
 
 Layout (what a cached home costs). A policy stores only what its home adds
 to the catalog: the names the manifests and adapters declare that the
@@ -388,10 +389,13 @@ def build_policy(
     for decl in manifests.secrets.values():
         add(decl)
     prefixes = set(catalog.platform_prefixes) | set(manifests.plugin_prefixes)
+    # A partial scan's deny prefix (Tier 1) beats an adapter's Tier 2: the failing
+    # manifest may declare the same name, and failing closed means the stricter tier.
+    deny = tuple(manifests.deny_prefixes)
     for adapter in adapters:
         prefixes.add(adapter.prefix)
         for name in adapter.requires_env:
-            if has_secret_suffix(name):
+            if has_secret_suffix(name) and not norm(name).startswith(deny):
                 origin = Origin(OriginKind.ADAPTER, adapter.name)
                 add(Declaration(norm(name), Tier.TIER2, origin))
     return SecretPolicy._of(

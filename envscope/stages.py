@@ -397,6 +397,7 @@ def _unwrap_forced(
 
 
 def _utf8_len(text: str) -> int:
+    """UTF-8 size; a lone surrogate (no valid encoding) raises ``UnicodeEncodeError``."""
     return len(text.encode("utf-8", "surrogateescape")) if not text.isascii() else len(text)
 
 
@@ -420,7 +421,14 @@ def validate_block(
                 trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
             del env[key]
             continue
-        size = _utf8_len(key) + _utf8_len(value) + 2  # "=" and the terminating NUL
+        try:
+            size = _utf8_len(key) + _utf8_len(value) + 2  # "=" and the terminating NUL
+        except UnicodeEncodeError:  # a lone surrogate: execve cannot carry it
+            if trace is not None:
+                reason = Reason.INVALID_NAME
+                trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason)
+            del env[key]
+            continue
         if size > MAX_VALUE_BYTES:
             raise EnvValueError(
                 key, f"entry is {size} bytes, over the {MAX_VALUE_BYTES}-byte limit"

@@ -116,20 +116,24 @@ def test_warm_routed_build_is_one_stamp(tree: dict[str, Path], traced: bool) -> 
     assert counts(fs) == {"scandir": ROOTS, "stat": WORK_CANDIDATES, "open": 0}
 
 
-def test_warm_routed_build_is_at_most_two_stamps(tree: dict[str, Path]) -> None:
-    """Whatever the launch-policy caching, a warm routed build stats no manifest twice."""
+def test_routed_build_checks_the_launch_home_once_per_binding(tree: dict[str, Path]) -> None:
+    """Stage 1 strips what the launch policy declares; the launch home is checked when the
+    binding is made, so every build in it costs only the bound home's stamp."""
     fs = InstrumentedFileSystem(clock_offset_ns=HOUR_NS)
     host = make_host(tree, fs)
+    host.build_subprocess_env(BASE)  # the launch home, cached
+    fs.reset_counts()
     with host.routed(tree["work"]):
-        host.build_subprocess_env(BASE)
+        entered = counts(fs)
         fs.reset_counts()
-        env = host.build_subprocess_env(BASE)
-    assert "WORKCHAT_BOT_TOKEN" not in env
-    assert "LAUNCHCHAT_BOT_TOKEN" not in env  # stage 1: the launch policy declares it
-    got = counts(fs)
-    assert got["open"] == 0
-    assert got["scandir"] <= 2 * ROOTS
-    assert got["stat"] <= WORK_CANDIDATES + LAUNCH_CANDIDATES
+        envs = [host.build_subprocess_env(BASE) for _ in range(3)]
+    assert entered == {"scandir": ROOTS, "stat": LAUNCH_CANDIDATES, "open": 0}
+    for env in envs:
+        assert "LAUNCHCHAT_BOT_TOKEN" not in env  # stage 1: the launch policy declares it
+        assert "WORKCHAT_BOT_TOKEN" not in env
+    # Three builds, three stamps of the work home; the first also reads its five manifests
+    # (the bundled ones were parsed for the launch home already).
+    assert counts(fs) == {"scandir": 3 * ROOTS, "stat": 3 * WORK_CANDIDATES, "open": 5}
 
 
 def test_changed_manifest_costs_one_probe_then_a_read(tree: dict[str, Path]) -> None:
