@@ -273,7 +273,7 @@ class Host:
                 names = frozenset()
             residue, residue_origins = self._residue()
             binding = Binding(
-                launch_policy=self.policy(self.launch_home),
+                launch_policy=self._policy_of(self.launch_home),
                 home=identity,
                 routed=True,
                 scope=MappingProxyType(values),
@@ -334,7 +334,10 @@ class Host:
 
     def policy(self, home: str | os.PathLike[str] | None = None) -> SecretPolicy:
         """The secret policy of a home (the bound home, else the launch home)."""
-        target = self._target(home)
+        return self._policy_of(self._target(home))
+
+    def _policy_of(self, target: str) -> SecretPolicy:
+        """The policy of a home given by identity (no ``realpath`` on the spawn path)."""
         declarations = self._declarations(target)
         with self._lock:
             version = self._adapter_versions.get(target, 0)
@@ -392,7 +395,7 @@ class Host:
             )
         target = self.launch_home if binding is None else binding.home
         routed = self.multiplex if binding is None else binding.routed
-        policy = self.policy(target)
+        policy = self._policy_of(target)
         entries = stages.to_entries(snapshot, trace)
         scope: Mapping[str, str] = {} if binding is None else binding.scope
         stripped = stages.StrippedSecrets() if self._strip_value_aliases else None
@@ -404,7 +407,7 @@ class Host:
                 if binding is not None and binding.launch_policy is not None:
                     launch_policy = binding.launch_policy
                 else:
-                    launch_policy = self.policy(self.launch_home)
+                    launch_policy = self._policy_of(self.launch_home)
                 policies = (policy,) if launch_policy is policy else (policy, launch_policy)
                 residue = self.launch_residue() if binding is None else binding.residue
                 entries = stages.strip_residue(
