@@ -72,16 +72,28 @@ class Catalog(_Record):
         "_memo",
         "_regex",
         "global_names",
+        "injection_names",
+        "injection_prefixes",
         "names",
         "patterns",
         "platform_prefixes",
         "source",
     )
-    _fields = ("names", "patterns", "platform_prefixes", "global_names", "source")
+    _fields = (
+        "names",
+        "patterns",
+        "platform_prefixes",
+        "global_names",
+        "injection_names",
+        "injection_prefixes",
+        "source",
+    )
     names: Mapping[str, Declaration]
     patterns: tuple[CatalogPattern, ...]
     platform_prefixes: frozenset[str]
     global_names: frozenset[str]
+    injection_names: frozenset[str]
+    injection_prefixes: tuple[str, ...]
     source: str
     # lookup()'s memo: upper-cased name -> the catalog's declaration or None. No part of
     # equality or repr; filled lock-free (dict get and set are atomic).
@@ -95,11 +107,15 @@ class Catalog(_Record):
         platform_prefixes: frozenset[str] = frozenset(),
         global_names: frozenset[str] = frozenset(),
         source: str = "<empty>",
+        injection_names: frozenset[str] = frozenset(),
+        injection_prefixes: tuple[str, ...] = (),
     ) -> None:
         _set(self, "names", names)
         _set(self, "patterns", patterns)
         _set(self, "platform_prefixes", platform_prefixes)
         _set(self, "global_names", global_names)
+        _set(self, "injection_names", injection_names)
+        _set(self, "injection_prefixes", injection_prefixes)
         _set(self, "source", source)
         _set(self, "_memo", {})
         _set(self, "_regex", _MISSING)
@@ -165,7 +181,14 @@ class Catalog(_Record):
             platform_prefixes=self.platform_prefixes | other.platform_prefixes,
             global_names=self.global_names | other.global_names,
             source=f"{self.source}+{other.source}",
+            injection_names=self.injection_names | other.injection_names,
+            injection_prefixes=self.injection_prefixes + other.injection_prefixes,
         )
+
+    def is_injection_vector(self, name: str) -> bool:
+        """True for a name that changes how a child's loader, shell or interpreter starts."""
+        key = norm(name)
+        return key in self.injection_names or key.startswith(self.injection_prefixes)
 
     def with_names(
         self, *, tier1: Iterable[str] = (), tier2: Iterable[str] = (), detail: str = "host"
@@ -277,6 +300,15 @@ def _catalog_model() -> type[pydantic.BaseModel]:
         patterns: list[Pattern] = Field(default_factory=list)
         platform_prefixes: list[str] = Field(default_factory=list)
         global_names: list[str] = Field(default_factory=list)
+        injection_vectors: list[str] = Field(default_factory=list)
+
+        @field_validator("injection_vectors")
+        @classmethod
+        def _vectors_are_names_or_prefixes(cls, value: list[str]) -> list[str]:
+            for i, name in enumerate(value):
+                if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\*?", name):
+                    raise ValueError(f"item {i} is not a name or a PREFIX_* glob")
+            return value
 
         @field_validator("tier1", "tier2", "gateway_overrides", "global_names")
         @classmethod
@@ -327,4 +359,6 @@ def _build(doc: Any, source: str) -> Catalog:
         platform_prefixes=frozenset(norm(p) for p in doc.platform_prefixes),
         global_names=frozenset(norm(n) for n in doc.global_names),
         source=source,
+        injection_names=frozenset(norm(n) for n in doc.injection_vectors if not n.endswith("*")),
+        injection_prefixes=tuple(norm(n[:-1]) for n in doc.injection_vectors if n.endswith("*")),
     )

@@ -109,6 +109,7 @@ class Host:
         surface_policies: Mapping[Surface | str, SurfacePolicy] | None = None,
         strip_value_aliases: bool = True,
         max_env_bytes: int = DEFAULT_MAX_ENV_BYTES,
+        allow_injection: Iterable[str] = (),
     ) -> None:
         self.launch_home = home_identity(launch_home)
         self.multiplex = multiplex
@@ -125,6 +126,7 @@ class Host:
         self._fingerprint_key: bytes | None = None
         self._strip_value_aliases = strip_value_aliases
         self._max_env_bytes = max_env_bytes
+        self._allow_injection = frozenset(map(norm, allow_injection))
         self._lock = threading.Lock()
         self._sources: list[SecretSource] = []
         self._dotenv_keys: set[str] = set()
@@ -155,6 +157,12 @@ class Host:
         if self._global_names is None:
             return self.catalog.global_names | {norm(self.home_env_var)}
         return self._global_names
+
+    def refuses_injection(self, upper_key: str) -> bool:
+        """True when a scope, extra or passthrough may not introduce this name."""
+        return (
+            self.catalog.is_injection_vector(upper_key) and upper_key not in self._allow_injection
+        )
 
     def add_secret_source(self, source: SecretSource) -> None:
         """Register a secret source; ``load_launch_env`` and routed scopes consult it."""
@@ -421,7 +429,12 @@ class Host:
                 )
             origins = None if binding is None else binding.scope_origins
             entries = stages.overlay_scope(
-                entries, scope, origins=origins, home=target, trace=trace
+                entries,
+                scope,
+                origins=origins,
+                home=target,
+                trace=trace,
+                refuse=self.refuses_injection,
             )
             entries = stages.apply_managed(entries, managed, path=self._managed_path, trace=trace)
         supplied = self.source_supplied_names()
@@ -446,6 +459,7 @@ class Host:
             pinned={self.home_env_var: target} if surface is Surface.WORKER else {},
             surface_set={} if surface_policy is None else surface_policy.set_env,
             stripped=stripped,
+            refuse=self.refuses_injection,
         )
         child = stages.sanitize(entries, policy, options, trace=trace)
         stages.validate_block(child, max_total_bytes=self._max_env_bytes, trace=trace)
@@ -472,6 +486,15 @@ class Host:
         from envscope._findings import find_credential_values
 
         ctx = trace.context
+        final = trace.final()
+        for key in child:
+            last = final.get(key.upper())
+            kept = last is not None and last.action is Action.KEPT
+            if kept and self.catalog.is_injection_vector(key):
+                ctx.warnings.append(
+                    f"{key}: the launch env carries a name that changes how a child's "
+                    "loader, shell or interpreter starts (kept: it was not introduced)"
+                )
         for finding in find_credential_values(child, policy=policy):
             ctx.warnings.append(
                 f"{finding.key}: the value looks like a {finding.kind} but no rule declares "

@@ -9,7 +9,7 @@ does no bookkeeping.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from envscope._declarations import (
@@ -176,9 +176,16 @@ def overlay_scope(
     origins: Mapping[str, Origin] | None = None,
     home: str = "",
     trace: Trace | None = None,
+    refuse: Callable[[str], bool] | None = None,
 ) -> Entries:
-    """Stage 2: the routed home's scope replaces values (any case variant)."""
+    """Stage 2: the routed home's scope replaces values (any case variant).
+
+    ``refuse`` names (upper-cased) the scope may not introduce: injection
+    vectors the host did not allow. They are refused and recorded.
+    """
     origin = Origin(OriginKind.SCOPE, home or "routed scope")
+    if refuse is not None:
+        scope = _refused(scope, refuse, Stage.OVERLAY, trace)
     return _overlay(entries, scope, Stage.OVERLAY, Reason.SCOPE_VALUE, origins, origin, trace)
 
 
@@ -207,10 +214,28 @@ class SanitizeOptions:
     pinned: Mapping[str, str] = field(default_factory=dict)
     surface_set: Mapping[str, str] = field(default_factory=dict)
     stripped: StrippedSecrets | None = None  # set to strip value aliases of stripped secrets
+    refuse: Callable[[str], bool] | None = None  # injection vectors extras/passthrough may not add
 
 
 def _is_forced(up: str) -> bool:
     return up.startswith(FORCE_PREFIX)
+
+
+def _refused(
+    values: Mapping[str, str], refuse: Callable[[str], bool], stage: Stage, trace: Trace | None
+) -> Mapping[str, str]:
+    """``values`` without the keys ``refuse`` names (each refusal recorded)."""
+    bad = [
+        k
+        for k in values
+        if refuse(k[len(FORCE_PREFIX) :].upper() if _is_forced(k.upper()) else k.upper())
+    ]
+    if not bad:
+        return values
+    if trace is not None:
+        for key in bad:
+            trace.record(key, Action.REFUSED, stage, Reason.INJECTION_VECTOR, value=values[key])
+    return {k: v for k, v in values.items() if k not in bad}
 
 
 def sanitize(
@@ -265,7 +290,10 @@ def sanitize(
         out[key.upper()] = (key, value)
 
     forced: list[tuple[str, str]] = []
-    for key, value in options.extra.items():
+    extra = options.extra
+    if options.refuse is not None:
+        extra = _refused(extra, options.refuse, Stage.EXTRA, trace)
+    for key, value in extra.items():
         up = key.upper()
         if _is_forced(up):
             forced.append((key, value))
@@ -353,6 +381,10 @@ def _resolve_passthrough(
             if trace is not None:
                 reason = Reason.PASSTHROUGH_REFUSED
                 trace.record(name, Action.REFUSED, Stage.SANITIZE, reason, decl.origin)
+            continue
+        if options.refuse is not None and options.refuse(up):
+            if trace is not None:
+                trace.record(name, Action.REFUSED, Stage.SANITIZE, Reason.INJECTION_VECTOR)
             continue
         if up in extra_keys or source is None:
             continue

@@ -71,6 +71,7 @@ class Reason(enum.Enum):
     ALIAS_OF = "alias-of"
     TOO_LARGE = "too-large"
     INVALID_NAME = "invalid-name"
+    INJECTION_VECTOR = "injection-vector"
 
     @property
     def sentence(self) -> str:
@@ -109,6 +110,8 @@ _SENTENCES: dict[Reason, str] = {
     Reason.ALIAS_OF: "holds the same value as a stripped secret (named in the note)",
     Reason.TOO_LARGE: "larger than a child env can carry",
     Reason.INVALID_NAME: "not a valid environment entry (a name with '=' or NUL, or a NUL value)",
+    Reason.INJECTION_VECTOR: "changes how a child's loader, shell or interpreter starts; "
+    "only the launch env or the host may set it",
 }
 
 # How Trace.summary() groups the reasons a key was removed.
@@ -120,6 +123,7 @@ _SECRET_REASONS = frozenset(
         Reason.PASSTHROUGH_REFUSED,
         Reason.FORCE_REFUSED,
         Reason.ALIAS_OF,
+        Reason.INJECTION_VECTOR,
     }
 )
 _RESIDUE_REASONS = frozenset({Reason.LAUNCH_RESIDUE, Reason.LAUNCH_GATE})
