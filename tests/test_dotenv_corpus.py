@@ -8,7 +8,6 @@ import re
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,13 +26,13 @@ from envscope._dotenv import (
     read_dotenv,
 )
 from envscope.errors import DotenvError
+from tests._watchdog import run_with_watchdog
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "dotenv"
 README = CORPUS / "README.md"
 NOT_CORPUS = frozenset({"README.md", ".gitattributes"})
 ENVIRON = {"HOME": "/home/op", "TELEGRAM_BOT_TOKEN": "fake-TELEGRAM_BOT_TOKEN"}
 PLANTED = "xoxb-7731-planted-secret"
-WATCHDOG_S = 2.0
 ISOLATED_WATCHDOG_S = 20.0
 REPO = CORPUS.parent.parent
 _ERROR = re.compile(r"DotenvError line (?P<line>-|\d+): (?P<text>.+)")
@@ -78,25 +77,6 @@ def read_rows(prefix: str) -> list[Row]:
 
 ROWS = read_rows("")
 GENERATED_ROWS = read_rows("(generated) ")
-
-
-def run_with_watchdog(fn: Callable[[], object]) -> object:
-    """Run ``fn`` in a daemon thread; fail if it has not finished within WATCHDOG_S."""
-    box: dict[str, object] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test thread, re-raised there
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(timeout=WATCHDOG_S)
-    assert not thread.is_alive(), f"still running after {WATCHDOG_S} s (a hang)"
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["result"]
 
 
 def value_tokens(data: bytes) -> set[str]:

@@ -33,6 +33,7 @@ from envscope import Catalog, Host
 from envscope.errors import EnvscopeError, ManifestError
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 from tests._privdrop import give_to_nobody, nobody_tree, run_as_nobody
+from tests._watchdog import run_with_watchdog
 
 Mode = Literal["deny", "raise"]
 WATCHDOG_S = 2.0
@@ -97,25 +98,6 @@ def make_host(launch: Path, mode: Mode, fs: InstrumentedFileSystem | None = None
         fs=fs,
         on_unreadable_platform=mode,
     )
-
-
-def run_with_watchdog(fn: Callable[[], object]) -> object:
-    """Run ``fn`` in a daemon thread; fail if it has not finished within WATCHDOG_S."""
-    box: dict[str, object] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test thread, re-raised there
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(timeout=WATCHDOG_S)
-    assert not thread.is_alive(), f"build still running after {WATCHDOG_S} s (a hang)"
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["result"]
 
 
 def build(host: Host, home: Path) -> dict[str, str]:
