@@ -132,6 +132,7 @@ class Host:
         self._dotenv_keys: set[str] = set()
         self._managed_keys: set[str] = set()
         self._managed_values: dict[str, str] | None = None
+        self._residue_keep: frozenset[str] | None = None  # global names + managed keys
         self._applied: set[str] = set()
         self._supplied: set[str] = set()
         self._adapters: dict[str, dict[str, Adapter]] = {}
@@ -154,8 +155,8 @@ class Host:
     @property
     def global_names(self) -> frozenset[str]:
         """Upper-cased names never stripped as launch residue."""
-        if self._global_names is None:
-            return self.catalog.global_names | {norm(self.home_env_var)}
+        if self._global_names is None:  # computed once: it is read on every routed build
+            self._global_names = self.catalog.global_names | {norm(self.home_env_var)}
         return self._global_names
 
     def refuses_injection(self, upper_key: str) -> bool:
@@ -181,6 +182,7 @@ class Host:
         with self._lock:
             self._managed_values = values
             self._managed_keys.update(values)
+            self._residue_keep = self.global_names | {norm(k) for k in values}
         return values
 
     def load_launch_env(self) -> None:
@@ -418,10 +420,13 @@ class Host:
                     launch_policy = self._policy_of(self.launch_home)
                 policies = (policy,) if launch_policy is policy else (policy, launch_policy)
                 residue = self.launch_residue() if binding is None else binding.residue
+                keep = self._residue_keep
+                if keep is None:  # no managed file configured
+                    keep = self._residue_keep = self.global_names
                 entries = stages.strip_residue(
                     entries,
                     residue=residue,
-                    keep=self.global_names | {norm(k) for k in managed},
+                    keep=keep,
                     policies=policies,
                     residue_origins=None if binding is None else binding.residue_origins,
                     trace=trace,
@@ -437,12 +442,12 @@ class Host:
                 refuse=self.refuses_injection,
             )
             entries = stages.apply_managed(entries, managed, path=self._managed_path, trace=trace)
-        supplied = self.source_supplied_names()
-        if binding is not None:
-            supplied = supplied | binding.source_names
         surface_policy = self._surface_policies.get(surface)
         allowlist = None
         if surface.is_allowlist:
+            supplied = self.source_supplied_names()
+            if binding is not None:
+                supplied = supplied | binding.source_names
             allowlist = mcp_allowlist(
                 windows=self._windows, supplied=frozenset(map(norm, supplied))
             )
@@ -453,7 +458,9 @@ class Host:
             extra=extras,
             inherit_credentials=inherit_credentials or surface.inherits_credentials,
             passthrough=tuple(passthrough),
-            passthrough_source=stages.to_entries(scope) if routed else entries,
+            passthrough_source=(
+                None if not passthrough else stages.to_entries(scope) if routed else entries
+            ),
             base_filter=base_filter,
             drop_shell_functions=surface is Surface.MCP,
             pinned={self.home_env_var: target} if surface is Surface.WORKER else {},
