@@ -14,30 +14,33 @@ See ``docs/concepts.md`` for the stages, tiers and surfaces.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
+if TYPE_CHECKING:  # the names below load on first use (PEP 562): ``import envscope`` is cheap
+    from collections.abc import Mapping, Sequence
 
-from envscope._declarations import Origin, OriginKind, Problem, Tier
-from envscope._harden import harden_process
-from envscope.catalog import Catalog
-from envscope.errors import (
-    CatalogError,
-    ConfigFileError,
-    ConfigurationError,
-    DotenvError,
-    EnvscopeError,
-    EnvValueError,
-    FileError,
-    ManifestError,
-    NotConfiguredError,
-    PassthroughRefusedError,
-    RoutingError,
-)
-from envscope.host import Binding, Host, home_identity
-from envscope.policy import SecretPolicy
-from envscope.sources import SecretSource, StaticSource
-from envscope.stages import FORCE_PREFIX
-from envscope.surfaces import Inherit, Surface, SurfacePolicy
-from envscope.trace import Action, Decision, Reason, Stage, Trace
+    from envscope._binding import Binding
+    from envscope._declarations import Origin, OriginKind, Problem, Tier
+    from envscope._harden import harden_process
+    from envscope.catalog import Catalog
+    from envscope.errors import (
+        CatalogError,
+        ConfigFileError,
+        ConfigurationError,
+        DotenvError,
+        EnvscopeError,
+        EnvValueError,
+        FileError,
+        ManifestError,
+        NotConfiguredError,
+        PassthroughRefusedError,
+        RoutingError,
+    )
+    from envscope.host import Host, home_identity
+    from envscope.policy import SecretPolicy
+    from envscope.sources import SecretSource, StaticSource
+    from envscope.stages import FORCE_PREFIX
+    from envscope.surfaces import Inherit, Surface, SurfacePolicy
+    from envscope.trace import Action, Decision, Reason, Stage, Trace
 
 __version__ = "0.1.0"
 
@@ -81,6 +84,52 @@ __all__ = [
 ]
 
 
+# Where each public name lives: resolved on first attribute access (PEP 562), so
+# ``import envscope`` runs no module of the package and ``from envscope import Host``
+# loads only what a host needs.
+_LAZY: dict[str, str] = {
+    "Origin": "envscope._declarations",
+    "OriginKind": "envscope._declarations",
+    "Problem": "envscope._declarations",
+    "Tier": "envscope._declarations",
+    "harden_process": "envscope._harden",
+    "Catalog": "envscope.catalog",
+    "Binding": "envscope._binding",
+    "Host": "envscope.host",
+    "home_identity": "envscope.host",
+    "SecretPolicy": "envscope.policy",
+    "SecretSource": "envscope.sources",
+    "StaticSource": "envscope.sources",
+    "FORCE_PREFIX": "envscope.stages",
+    "Inherit": "envscope.surfaces",
+    "Surface": "envscope.surfaces",
+    "SurfacePolicy": "envscope.surfaces",
+    "Action": "envscope.trace",
+    "Decision": "envscope.trace",
+    "Reason": "envscope.trace",
+    "Stage": "envscope.trace",
+    "Trace": "envscope.trace",
+    **{name: "envscope.errors" for name in __all__ if name.endswith("Error")},
+}
+
+
+def __getattr__(name: str) -> object:
+    """Import a public name's module on first use and cache the name in this module."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'envscope' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names, loaded or not."""
+    return sorted(set(globals()) | set(__all__))
+
+
 class _DefaultHost:
     """Holds the module-level default host; ``configure(None)`` is the reset seam."""
 
@@ -96,6 +145,8 @@ def default_host() -> Host:
     """The configured default host; a ``NotConfiguredError`` when there is none."""
     host = _DefaultHost.host
     if host is None:
+        from envscope.errors import NotConfiguredError
+
         raise NotConfiguredError(
             "envscope.build_subprocess_env() called before envscope.configure(host): "
             "refusing to pass the parent env through unscrubbed"
@@ -106,7 +157,7 @@ def default_host() -> Host:
 def build_subprocess_env(
     base: Mapping[str, str] | None = None,
     *,
-    surface: Surface = Surface.TERMINAL,
+    surface: Surface | str = "terminal",
     extra: Mapping[str, object] | None = None,
     inherit_credentials: bool = False,
     strip_launch_profile: bool = True,

@@ -94,6 +94,9 @@ _PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
 
 CREDENTIAL_KINDS: tuple[str, ...] = tuple(kind for kind, _, _ in _PATTERNS)
 
+# Every literal of the table in one regex: an ordinary value costs one search.
+_ANY_LITERAL = re.compile("|".join(re.escape(lit) for _, lits, _ in _PATTERNS for lit in lits))
+
 
 @dataclass(frozen=True)
 class CredentialFinding:
@@ -108,6 +111,8 @@ class CredentialFinding:
 
 def credential_kind(value: str) -> str | None:
     """The kind of credential ``value`` holds (anywhere in it), or None."""
+    if _ANY_LITERAL.search(value) is None:
+        return None
     for kind, literals, pattern in _PATTERNS:
         if any(literal in value for literal in literals) and pattern.search(value):
             return kind
@@ -124,9 +129,7 @@ def find_credential_values(
     """
     findings: list[CredentialFinding] = []
     for key in sorted(env):
-        if policy is not None and policy.tier_of(key) is not None:
-            continue
         kind = credential_kind(env[key])
-        if kind is not None:
+        if kind is not None and (policy is None or policy.tier_of(key) is None):
             findings.append(CredentialFinding(key, kind))
     return findings

@@ -13,24 +13,26 @@ import contextvars
 import os
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal
 
 from envscope import stages
+from envscope._binding import Binding, BuildMemo
 from envscope._declarations import HomeDeclarations, Origin, OriginKind, norm
 from envscope._dotenv import read_dotenv
 from envscope.catalog import Catalog
 from envscope.errors import EnvscopeError, EnvValueError, RoutingError
 from envscope.policy import Adapter, SecretPolicy, build_policy
-from envscope.sources import SecretSource
 from envscope.surfaces import BaseFilter, Surface, SurfacePolicy, mcp_allowlist
 from envscope.trace import Action, Reason, Stage, Trace
 
+TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
+    from typing import Literal
+
     from envscope._fs import FileSystem
     from envscope._manifest_cache import ManifestCache
+    from envscope.sources import SecretSource
 
 __all__ = ["Binding", "Host", "home_identity"]
 
@@ -42,20 +44,6 @@ def home_identity(path: str | os.PathLike[str]) -> str:
     """A home's identity: its resolved real path (case-folded on Windows)."""
     resolved = os.path.realpath(os.fspath(path))
     return os.path.normcase(resolved) if _WINDOWS else resolved
-
-
-@dataclass(frozen=True)
-class Binding:
-    """A routed home bound to the current context, with everything a build needs from it."""
-
-    home: str
-    routed: bool
-    scope: Mapping[str, str] = field(default_factory=dict)
-    scope_origins: Mapping[str, Origin] = field(default_factory=dict)
-    source_names: frozenset[str] = frozenset()
-    residue: frozenset[str] = frozenset()
-    residue_origins: Mapping[str, Origin] = field(default_factory=dict)
-    launch_policy: SecretPolicy | None = None
 
 
 def _coerce_extra(extra: Mapping[str, object] | None) -> dict[str, str]:
@@ -139,6 +127,7 @@ class Host:
         self._adapter_versions: dict[str, int] = {}
         self._policies: dict[str, tuple[HomeDeclarations, int, SecretPolicy]] = {}
         self._manifests: ManifestCache | None = None
+        self._memo = BuildMemo()  # builds with no routed() binding (a binding has its own)
         self._binding: contextvars.ContextVar[Binding | None] = contextvars.ContextVar(
             f"envscope-binding-{id(self)}", default=None
         )
@@ -230,6 +219,13 @@ class Host:
         with self._lock:
             values = self._managed_values
         return self._read_managed() if values is None else values
+
+    def _keep(self) -> frozenset[str]:
+        """Names never stripped as residue: global names and managed keys (upper-cased)."""
+        keep = self._residue_keep
+        if keep is None:  # the managed file is not loaded (or none is configured)
+            keep = self._residue_keep = self.global_names
+        return keep
 
     # -- routing -----------------------------------------------------------
 
@@ -383,7 +379,7 @@ class Host:
         self,
         base: Mapping[str, str] | None = None,
         *,
-        surface: Surface = Surface.TERMINAL,
+        surface: Surface | str = Surface.TERMINAL,
         extra: Mapping[str, object] | None = None,
         inherit_credentials: bool = False,
         strip_launch_profile: bool = True,
@@ -405,7 +401,66 @@ class Host:
             )
         target = self.launch_home if binding is None else binding.home
         routed = self.multiplex if binding is None else binding.routed
-        policy = self._policy_of(target)
+        policy = self._policy_of(target)  # the manifest stamp: checked on every build
+        supplied = None
+        if surface.is_allowlist:
+            supplied = self.source_supplied_names()
+            if binding is not None:
+                supplied = supplied | binding.source_names
+        memo = None
+        if trace is None:  # a traced build records every decision: it always runs in full
+            memo = self._memo if binding is None else binding.memo
+            if binding is None and routed:
+                memo = None  # the launch residue is re-read per build: nothing to compare
+        if memo is not None:
+            shape = (
+                surface,
+                inherit_credentials,
+                strip_launch_profile,
+                tuple(passthrough),
+                tuple(extras.items()),  # each MCP server's env block is its own shape
+            )
+            same = (policy, self._managed_values, self._keep())
+            equal = (snapshot, supplied)
+            child = memo.get(shape, same, equal)
+            if child is not None:
+                return child
+        child = self._build(
+            snapshot,
+            extras,
+            binding,
+            target,
+            routed,
+            policy,
+            supplied,
+            surface,
+            inherit_credentials,
+            strip_launch_profile,
+            passthrough,
+            trace,
+        )
+        if memo is not None:
+            # Stored under the identities read *before* the build: should another thread
+            # replace the managed values meanwhile, the next build misses, never goes stale.
+            memo.put(shape, same, equal, child)
+        return child
+
+    def _build(
+        self,
+        snapshot: dict[str, str],
+        extras: dict[str, str],
+        binding: Binding | None,
+        target: str,
+        routed: bool,
+        policy: SecretPolicy,
+        supplied: frozenset[str] | None,
+        surface: Surface,
+        inherit_credentials: bool,
+        strip_launch_profile: bool,
+        passthrough: Sequence[str],
+        trace: Trace | None,
+    ) -> dict[str, str]:
+        """The four stages of one build (``build_subprocess_env`` has checked and memoised)."""
         entries = stages.to_entries(snapshot, trace)
         scope: Mapping[str, str] = {} if binding is None else binding.scope
         stripped = stages.StrippedSecrets() if self._strip_value_aliases else None
@@ -420,9 +475,7 @@ class Host:
                     launch_policy = self._policy_of(self.launch_home)
                 policies = (policy,) if launch_policy is policy else (policy, launch_policy)
                 residue = self.launch_residue() if binding is None else binding.residue
-                keep = self._residue_keep
-                if keep is None:  # no managed file configured
-                    keep = self._residue_keep = self.global_names
+                keep = self._keep()
                 entries = stages.strip_residue(
                     entries,
                     residue=residue,
@@ -444,10 +497,7 @@ class Host:
             entries = stages.apply_managed(entries, managed, path=self._managed_path, trace=trace)
         surface_policy = self._surface_policies.get(surface)
         allowlist = None
-        if surface.is_allowlist:
-            supplied = self.source_supplied_names()
-            if binding is not None:
-                supplied = supplied | binding.source_names
+        if supplied is not None:
             allowlist = mcp_allowlist(
                 windows=self._windows, supplied=frozenset(map(norm, supplied))
             )
@@ -484,20 +534,21 @@ class Host:
         policy: SecretPolicy,
     ) -> None:
         """Record a ``kept`` decision for every key no stage touched, and the build's context."""
-        seen = trace.final()
-        for key, value in child.items():
-            last = seen.get(key.upper())
-            if last is None or last.removed:  # untouched, or a case twin was dropped
-                reason = Reason.GLOBAL_NAME if norm(key) in self.global_names else Reason.INHERITED
-                trace.record(key, Action.KEPT, Stage.SANITIZE, reason, value=value)
         from envscope._findings import find_credential_values
 
         ctx = trace.context
-        final = trace.final()
-        for key in child:
-            last = final.get(key.upper())
-            kept = last is not None and last.action is Action.KEPT
-            if kept and self.catalog.is_injection_vector(key):
+        last_action = trace.last_action
+        global_names = self.global_names
+        is_injection_vector = self.catalog.is_injection_vector
+        for key, value in child.items():
+            up = key.upper()
+            action = last_action(up)
+            if action is None or action is Action.STRIPPED or action is Action.REFUSED:
+                # untouched by every stage, or a case twin of it was dropped
+                reason = Reason.GLOBAL_NAME if up in global_names else Reason.INHERITED
+                trace.record(key, Action.KEPT, Stage.SANITIZE, reason, value=value)
+                action = Action.KEPT
+            if action is Action.KEPT and is_injection_vector(up):
                 ctx.warnings.append(
                     f"{key}: the launch env carries a name that changes how a child's "
                     "loader, shell or interpreter starts (kept: it was not introduced)"

@@ -10,14 +10,17 @@ and the names secret sources supplied.
 from __future__ import annotations
 
 import enum
-import fnmatch
-import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from envscope._declarations import Origin
+from envscope._declarations import Origin, _Record
 from envscope.trace import Reason
+
+TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
+if TYPE_CHECKING:
+    import re
+    from collections.abc import Iterable, Mapping
+
+_set = object.__setattr__
 
 __all__ = [
     "CORE_NAMES_POSIX",
@@ -89,12 +92,17 @@ MCP_SAFE_NAMES_WINDOWS: frozenset[str] = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Allowlist:
+class Allowlist(_Record):
     """Upper-cased names and prefixes a base key must match to reach an allowlist child."""
 
+    __slots__ = ("names", "prefixes")
+    _fields = ("names", "prefixes")
     names: frozenset[str]
-    prefixes: tuple[str, ...] = ()
+    prefixes: tuple[str, ...]
+
+    def __init__(self, names: frozenset[str], prefixes: tuple[str, ...] = ()) -> None:
+        _set(self, "names", names)
+        _set(self, "prefixes", prefixes)
 
     def allows(self, upper_key: str) -> bool:
         """True when an upper-cased key is on the list."""
@@ -126,12 +134,19 @@ CORE_NAMES_WINDOWS: frozenset[str] = MCP_SAFE_NAMES_WINDOWS
 
 def _glob_regex(patterns: Iterable[str]) -> re.Pattern[str] | None:
     """One regex matching any of some case-insensitive globs (None for no globs)."""
-    parts = [fnmatch.translate(p.upper()) for p in patterns]
-    return re.compile("|".join(parts)) if parts else None
+    parts = [p.upper() for p in patterns]
+    if not parts:
+        return None
+    import fnmatch
+    import re
+
+    return re.compile("|".join(map(fnmatch.translate, parts)))
 
 
-@dataclass(frozen=True)
-class SurfacePolicy:
+_NO_VALUES: Mapping[str, str] = MappingProxyType({})
+
+
+class SurfacePolicy(_Record):
     """A host's policy for one surface (from ``envscope.yaml``'s ``surfaces``).
 
     ``inherit`` chooses how much of the parent env is kept (``core`` = a
@@ -140,31 +155,51 @@ class SurfacePolicy:
     survive the allowlist. Declared Tier 1 names always win over all of it.
     """
 
-    inherit: Inherit = Inherit.ALL
-    include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    set_env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    origin: Origin | None = None
+    __slots__ = ("exclude", "include", "inherit", "origin", "set_env")
+    _fields = ("inherit", "include", "exclude", "set_env", "origin")
+    inherit: Inherit
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+    set_env: Mapping[str, str]
+    origin: Origin | None
+
+    def __init__(
+        self,
+        inherit: Inherit = Inherit.ALL,
+        include: tuple[str, ...] = (),
+        exclude: tuple[str, ...] = (),
+        set_env: Mapping[str, str] = _NO_VALUES,
+        origin: Origin | None = None,
+    ) -> None:
+        _set(self, "inherit", inherit)
+        _set(self, "include", include)
+        _set(self, "exclude", exclude)
+        _set(self, "set_env", set_env)
+        _set(self, "origin", origin)
 
 
-@dataclass(frozen=True)
-class BaseFilter:
+class BaseFilter(_Record):
     """Which keys of the base reach a child: an allowlist and/or a surface policy."""
 
-    allowlist: Allowlist | None = None
-    policy: SurfacePolicy | None = None
-    windows: bool = False
-    _include: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
-    _exclude: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    __slots__ = ("_exclude", "_include", "allowlist", "policy", "windows")
+    _fields = ("allowlist", "policy", "windows")
+    allowlist: Allowlist | None
+    policy: SurfacePolicy | None
+    windows: bool
+    _include: re.Pattern[str] | None
+    _exclude: re.Pattern[str] | None
 
-    def __post_init__(self) -> None:
-        policy = self.policy
-        object.__setattr__(
-            self, "_include", None if policy is None else _glob_regex(policy.include)
-        )
-        object.__setattr__(
-            self, "_exclude", None if policy is None else _glob_regex(policy.exclude)
-        )
+    def __init__(
+        self,
+        allowlist: Allowlist | None = None,
+        policy: SurfacePolicy | None = None,
+        windows: bool = False,
+    ) -> None:
+        _set(self, "allowlist", allowlist)
+        _set(self, "policy", policy)
+        _set(self, "windows", windows)
+        _set(self, "_include", None if policy is None else _glob_regex(policy.include))
+        _set(self, "_exclude", None if policy is None else _glob_regex(policy.exclude))
 
     @property
     def origin(self) -> Origin | None:

@@ -10,10 +10,14 @@ bookkeeping entirely.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 
-from envscope._declarations import Origin, Problem
+from envscope._declarations import Origin, Problem, _Record
+
+TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+_set = object.__setattr__
 
 __all__ = ["Action", "Decision", "Reason", "Stage", "Trace", "TraceContext"]
 
@@ -129,22 +133,41 @@ _SECRET_REASONS = frozenset(
 _RESIDUE_REASONS = frozenset({Reason.LAUNCH_RESIDUE, Reason.LAUNCH_GATE})
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(_Record):
     """What one stage did to one key, why, and where the rule came from (never a value)."""
 
+    __slots__ = ("action", "fingerprint", "key", "note", "origin", "reason", "stage")
+    _fields = ("key", "action", "stage", "reason", "origin", "note", "fingerprint")
     key: str
     action: Action
     stage: Stage
     reason: Reason
-    origin: Origin | None = None
-    note: str | None = None
-    fingerprint: str | None = None
+    origin: Origin | None
+    note: str | None
+    fingerprint: str | None
+
+    def __init__(
+        self,
+        key: str,
+        action: Action,
+        stage: Stage,
+        reason: Reason,
+        origin: Origin | None = None,
+        note: str | None = None,
+        fingerprint: str | None = None,
+    ) -> None:
+        _set(self, "key", key)
+        _set(self, "action", action)
+        _set(self, "stage", stage)
+        _set(self, "reason", reason)
+        _set(self, "origin", origin)
+        _set(self, "note", note)
+        _set(self, "fingerprint", fingerprint)
 
     @property
     def removed(self) -> bool:
         """True when this decision keeps the key from the child."""
-        return self.action in (Action.STRIPPED, Action.REFUSED)
+        return self.action in _REMOVING
 
     def __str__(self) -> str:
         origin = "" if self.origin is None else f" [{self.origin}]"
@@ -153,21 +176,34 @@ class Decision:
         )
 
 
+_REMOVING = frozenset({Action.STRIPPED, Action.REFUSED})
+
+# A decision as recorded on the spawn path: the ``Decision`` fields as a plain
+# tuple (cheap to make); ``Decision`` objects are built when the trace is read.
+_Row = tuple[str, Action, Stage, Reason, "Origin | None", "str | None", "str | None"]
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-@dataclass
 class TraceContext:
     """What a build was for: filled in by ``Host`` when it runs a traced build."""
 
-    home: str = ""
-    surface: str = ""
-    routed: bool = False
-    complete: bool = True
-    problems: tuple[Problem, ...] = ()
-    child_keys: tuple[str, ...] = ()
-    warnings: list[str] = field(default_factory=list)
+    __slots__ = ("child_keys", "complete", "home", "problems", "routed", "surface", "warnings")
+
+    def __init__(self) -> None:
+        self.home = ""
+        self.surface = ""
+        self.routed = False
+        self.complete = True
+        self.problems: tuple[Problem, ...] = ()
+        self.child_keys: tuple[str, ...] = ()
+        self.warnings: list[str] = []
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in sorted(self.__slots__))
+        return f"TraceContext({shown})"
 
 
 class Trace:
@@ -177,10 +213,12 @@ class Trace:
     decisions carry no fingerprint. A trace never stores a value.
     """
 
-    __slots__ = ("_decisions", "_fingerprint", "context")
+    __slots__ = ("_decisions", "_fingerprint", "_last", "_rows", "context")
 
     def __init__(self, fingerprint: Callable[[str], str] | None = None) -> None:
-        self._decisions: list[Decision] = []
+        self._rows: list[_Row] = []
+        self._last: dict[str, _Row] = {}  # upper-cased key -> its last row, kept as rows come
+        self._decisions: list[Decision] = []  # ``_rows[:len(_decisions)]`` as Decision objects
         self._fingerprint = fingerprint
         self.context = TraceContext()
 
@@ -199,22 +237,36 @@ class Trace:
         digest = None
         if value is not None and self._fingerprint is not None:
             digest = self._fingerprint(value)
-        self._decisions.append(Decision(key, action, stage, reason, origin, note, digest))
+        row = (key, action, stage, reason, origin, note, digest)
+        self._rows.append(row)
+        self._last[key.upper()] = row
+
+    def last_action(self, upper_key: str) -> Action | None:
+        """The action of the last decision about an (upper-cased) key, or None."""
+        row = self._last.get(upper_key)
+        return None if row is None else row[1]
+
+    def _all(self) -> list[Decision]:
+        """Every decision, built from the rows not yet turned into ``Decision`` objects."""
+        built = self._decisions
+        if len(built) < len(self._rows):
+            built.extend(Decision(*row) for row in self._rows[len(built) :])
+        return built
 
     def __iter__(self) -> Iterator[Decision]:
-        return iter(self._decisions)
+        return iter(self._all())
 
     def __len__(self) -> int:
-        return len(self._decisions)
+        return len(self._rows)
 
     def final(self) -> dict[str, Decision]:
         """The last decision for each key (upper-cased key → decision)."""
-        return {d.key.upper(): d for d in self._decisions}
+        return {d.key.upper(): d for d in self._all()}
 
     def for_key(self, key: str) -> list[Decision]:
         """Every decision about one key (any case), in order."""
         wanted = key.upper()
-        return [d for d in self._decisions if d.key.upper() == wanted]
+        return [d for d in self._all() if d.key.upper() == wanted]
 
     def removed(self) -> dict[str, Decision]:
         """The final decision of every key kept from the child."""

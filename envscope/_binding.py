@@ -1,0 +1,146 @@
+"""``Binding`` (a routed home bound to a context) and ``BuildMemo`` (its last builds).
+
+A warm spawn repeats the same build: the same parent env, the same bound
+home, the same policy (proven unchanged by the manifest stamp that every
+build still checks), the same options. ``BuildMemo`` remembers the last
+child env built for each *shape* of build (surface and flags) and hands back
+a copy when every input is the same again:
+
+- by identity, the objects a build derives from that are immutable once
+  made: the bound home's policy (a new object whenever a manifest or the
+  adapter census changes), the binding itself (scope and residue), the
+  managed values and the residue keep-set;
+- by equality, what the caller passes per build: the env snapshot, the
+  ``extra`` values and, for MCP children, the secret-source-supplied names.
+
+Anything else differs and the build runs in full. A traced build never uses
+the memo (its decisions are the point), and neither does a routed build with
+no binding (its residue is re-read per build).
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from envscope._declarations import Origin, _Record
+
+TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
+if TYPE_CHECKING:
+    from collections.abc import Hashable, Mapping
+
+    from envscope.policy import SecretPolicy
+
+__all__ = ["Binding", "BuildMemo"]
+
+_set = object.__setattr__
+_NO_VALUES: Mapping[str, str] = MappingProxyType({})
+_NO_ORIGINS: Mapping[str, Origin] = MappingProxyType({})
+
+
+class _Built:
+    """One remembered build: what it depended on, and the child env it made."""
+
+    __slots__ = ("child", "equal", "same")
+
+    def __init__(
+        self, same: tuple[object, ...], equal: tuple[object, ...], child: dict[str, str]
+    ) -> None:
+        self.same = same
+        self.equal = equal
+        self.child = child
+
+
+class BuildMemo:
+    """The last child env per build shape; thread-safe (each read and write is one dict op)."""
+
+    MAX_SHAPES = 16  # surfaces x flags a host really uses; more and the memo starts over
+
+    __slots__ = ("_built",)
+
+    def __init__(self) -> None:
+        self._built: dict[Hashable, _Built] = {}
+
+    def get(
+        self, shape: Hashable, same: tuple[object, ...], equal: tuple[object, ...]
+    ) -> dict[str, str] | None:
+        """A copy of the child built for ``shape`` from these very inputs, or None."""
+        built = self._built.get(shape)
+        if built is None or len(built.same) != len(same):
+            return None
+        for old, new in zip(built.same, same, strict=True):
+            if old is not new:
+                return None
+        if built.equal != equal:
+            return None
+        return dict(built.child)
+
+    def put(
+        self,
+        shape: Hashable,
+        same: tuple[object, ...],
+        equal: tuple[object, ...],
+        child: dict[str, str],
+    ) -> None:
+        """Remember a private copy of the child built for ``shape`` from these inputs."""
+        if len(self._built) >= self.MAX_SHAPES and shape not in self._built:
+            self._built.clear()
+        self._built[shape] = _Built(same, equal, dict(child))
+
+    def __len__(self) -> int:
+        return len(self._built)
+
+
+class Binding(_Record):
+    """A routed home bound to the current context, with everything a build needs from it."""
+
+    __slots__ = (
+        "home",
+        "launch_policy",
+        "memo",
+        "residue",
+        "residue_origins",
+        "routed",
+        "scope",
+        "scope_origins",
+        "source_names",
+    )
+    _fields = (
+        "home",
+        "routed",
+        "scope",
+        "scope_origins",
+        "source_names",
+        "residue",
+        "residue_origins",
+        "launch_policy",
+    )
+    home: str
+    routed: bool
+    scope: Mapping[str, str]
+    scope_origins: Mapping[str, Origin]
+    source_names: frozenset[str]
+    residue: frozenset[str]
+    residue_origins: Mapping[str, Origin]
+    launch_policy: SecretPolicy | None
+    memo: BuildMemo
+
+    def __init__(
+        self,
+        home: str,
+        routed: bool,
+        scope: Mapping[str, str] = _NO_VALUES,
+        scope_origins: Mapping[str, Origin] = _NO_ORIGINS,
+        source_names: frozenset[str] = frozenset(),
+        residue: frozenset[str] = frozenset(),
+        residue_origins: Mapping[str, Origin] = _NO_ORIGINS,
+        launch_policy: SecretPolicy | None = None,
+    ) -> None:
+        _set(self, "home", home)
+        _set(self, "routed", routed)
+        _set(self, "scope", scope)
+        _set(self, "scope_origins", scope_origins)
+        _set(self, "source_names", source_names)
+        _set(self, "residue", residue)
+        _set(self, "residue_origins", residue_origins)
+        _set(self, "launch_policy", launch_policy)
+        _set(self, "memo", BuildMemo())

@@ -1,0 +1,225 @@
+"""The build memo: a repeated build returns the same child, and any changed input rebuilds."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envscope import Host, Surface, Trace
+from envscope._binding import BuildMemo
+from envscope.sources import StaticSource
+from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
+from tests.conftest import HostFactory, write_home
+from tests.test_manifest_scenarios import CHATX, platform_plugin
+
+BASE = {"PATH": "/usr/bin", "CHATX_WEBHOOK_KEY": "w", "CHATX_WORKSPACE": "ws", "K": "v"}
+
+
+@pytest.fixture
+def stage_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the builds that run the stages (a memo hit runs none)."""
+    runs = [0]
+    real = Host._build
+
+    def counting(self: Host, *args: Any, **kwargs: Any) -> dict[str, str]:
+        runs[0] += 1
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Host, "_build", counting)
+    return runs
+
+
+def settled() -> InstrumentedFileSystem:
+    """A seam whose clock is an hour ahead: every manifest is settled, its stamp trusted."""
+    return InstrumentedFileSystem(clock_offset_ns=HOUR_NS)
+
+
+def test_repeated_build_runs_the_stages_once(
+    make_host: HostFactory, homes: dict[str, Path], stage_runs: list[int]
+) -> None:
+    """Within one binding, the same build twice runs the stages once and returns a fresh dict."""
+    host = make_host(fs=settled())
+    with host.routed(homes["B"]):
+        first = host.build_subprocess_env(BASE)
+        first["MUTATED"] = "by the caller"
+        second = host.build_subprocess_env(BASE)
+    assert stage_runs[0] == 1
+    assert "MUTATED" not in second
+    assert second == {k: v for k, v in first.items() if k != "MUTATED"}
+    assert second is not first
+
+
+@pytest.mark.parametrize(
+    ("change", "expect_key"),
+    [
+        (lambda env: env.update(NEW="n"), "NEW"),
+        (lambda env: env.update(K="changed"), "K"),
+        (lambda env: env.pop("K"), None),
+    ],
+)
+def test_changed_base_rebuilds(
+    make_host: HostFactory,
+    homes: dict[str, Path],
+    stage_runs: list[int],
+    change: Callable[[dict[str, str]], object],
+    expect_key: str | None,
+) -> None:
+    """A base env that differs in any key or value is built afresh."""
+    host = make_host(fs=settled())
+    base = dict(BASE)
+    with host.routed(homes["B"]):
+        host.build_subprocess_env(base)
+        change(base)
+        env = host.build_subprocess_env(base)
+    assert stage_runs[0] == 2
+    assert {k: v for k, v in env.items() if k in base} == {
+        k: v for k, v in base.items() if k in env
+    }
+    if expect_key is not None:
+        assert env[expect_key] == base[expect_key]
+    else:
+        assert "K" not in env
+
+
+def test_changed_options_rebuild(
+    make_host: HostFactory, homes: dict[str, Path], stage_runs: list[int]
+) -> None:
+    """Each surface, flag, extra and passthrough list is its own build."""
+    host = make_host(fs=settled())
+    calls: list[dict[str, object]] = [
+        {},
+        {"surface": Surface.CREDENTIALED},
+        {"inherit_credentials": True},
+        {"strip_launch_profile": False},
+        {"extra": {"E": "1"}},
+        {"extra": {"E": "2"}},
+        {"passthrough": ["B_MARKER"]},
+    ]
+    with host.routed(homes["B"]):
+        results = [host.build_subprocess_env(BASE, **kw) for kw in calls]  # type: ignore[arg-type]
+        again = [host.build_subprocess_env(BASE, **kw) for kw in calls]  # type: ignore[arg-type]
+    assert stage_runs[0] == len(calls)
+    assert again == results
+    assert results[4]["E"] == "1"
+    assert results[5]["E"] == "2"
+
+
+@pytest.mark.parametrize("restore_mtime", [False, True])
+def test_manifest_edit_within_one_binding_is_seen(
+    make_host: HostFactory, homes: dict[str, Path], restore_mtime: bool
+) -> None:
+    """An in-place manifest edit (mtime restored or not) changes a held binding's next build."""
+    path = platform_plugin(homes["B"], "chatx", CHATX)
+    host = make_host(fs=settled())
+    with host.routed(homes["B"]):
+        assert "CHATX_WEBHOOK_KEY" in host.build_subprocess_env(BASE)
+        assert "CHATX_WEBHOOK_KEY" in host.build_subprocess_env(BASE)
+        before = os.stat(path)
+        with open(path, "a") as fh:
+            fh.write("  - CHATX_WEBHOOK_KEY\n")
+        if restore_mtime:
+            os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        assert "CHATX_WEBHOOK_KEY" not in host.build_subprocess_env(BASE)
+
+
+def test_adapter_registered_within_one_binding_is_seen(
+    make_host: HostFactory, homes: dict[str, Path]
+) -> None:
+    """Registering an adapter for the bound home strips its secret on the very next build."""
+    host = make_host(fs=settled())
+    with host.routed(homes["B"]):
+        assert "CHATX_WEBHOOK_KEY" in host.build_subprocess_env(BASE)
+        host.register_adapter("chatx", ["CHATX_WEBHOOK_KEY"])
+        assert "CHATX_WEBHOOK_KEY" not in host.build_subprocess_env(BASE)
+        host.unregister_adapter("chatx")
+        assert "CHATX_WEBHOOK_KEY" in host.build_subprocess_env(BASE)
+
+
+def test_new_binding_never_reuses_another_bindings_build(
+    make_host: HostFactory, homes: dict[str, Path]
+) -> None:
+    """A second routed() of the same home with another scope gets that scope's values."""
+    host = make_host(fs=settled())
+    with host.routed(homes["B"], scope={"SCOPED": "one"}):
+        assert host.build_subprocess_env(BASE)["SCOPED"] == "one"
+    with host.routed(homes["B"], scope={"SCOPED": "two"}):
+        assert host.build_subprocess_env(BASE)["SCOPED"] == "two"
+
+
+def test_reloaded_managed_values_reach_a_held_binding(
+    tmp_path: Path, make_host: HostFactory, homes: dict[str, Path]
+) -> None:
+    """Re-loading the launch env with a changed managed file changes the next routed build."""
+    managed = tmp_path / "managed.env"
+    managed.write_text("PINNED=one\n")
+    host = make_host(fs=settled(), managed_env_file=managed)
+    host.load_launch_env()
+    with host.routed(homes["B"]):
+        assert host.build_subprocess_env(BASE)["PINNED"] == "one"
+        managed.write_text("PINNED=two\n")
+        host.load_launch_env()
+        assert host.build_subprocess_env(BASE)["PINNED"] == "two"
+
+
+def test_supplied_names_change_the_mcp_allowlist(
+    make_host: HostFactory, homes: dict[str, Path]
+) -> None:
+    """A name a secret source supplies later joins the MCP allowlist of the next unbound build."""
+    environ = {"PATH": "/usr/bin", "VAULT_ROLE": "r"}
+    host = make_host(environ, fs=settled())
+    assert "VAULT_ROLE" not in host.build_subprocess_env(surface=Surface.MCP)
+    host.add_secret_source(StaticSource("vault", {str(homes["A"]): {"VAULT_ROLE": "r"}}))
+    host.load_launch_env()
+    assert host.build_subprocess_env(surface=Surface.MCP)["VAULT_ROLE"] == "r"
+
+
+def test_launch_env_edit_reaches_unbound_multiplex_builds(
+    tmp_path: Path, make_host: HostFactory, homes: dict[str, Path], stage_runs: list[int]
+) -> None:
+    """Under multiplex with nothing bound the residue is re-read per build: no memo is used."""
+    host = make_host({"PATH": "/usr/bin", "LATE": "x"}, fs=settled(), multiplex=True)
+    assert host.build_subprocess_env()["LATE"] == "x"
+    write_home(tmp_path, "A", {"LATE": "declared now"})
+    assert "LATE" not in host.build_subprocess_env()
+    assert stage_runs[0] == 2
+
+
+def test_traced_builds_always_run_in_full(
+    make_host: HostFactory, homes: dict[str, Path], stage_runs: list[int]
+) -> None:
+    """A traced build records its decisions every time; it neither reads nor fills the memo."""
+    host = make_host(fs=settled())
+    with host.routed(homes["B"]):
+        traces = [Trace(), Trace()]
+        for trace in traces:
+            host.build_subprocess_env(BASE, trace=trace)
+        assert stage_runs[0] == 2
+        assert len(traces[0]) == len(traces[1]) > 0
+        host.build_subprocess_env(BASE)
+        host.build_subprocess_env(BASE)
+    assert stage_runs[0] == 3
+
+
+def test_memo_is_bounded() -> None:
+    """More shapes than ``MAX_SHAPES`` start the memo over instead of growing it."""
+    memo = BuildMemo()
+    for i in range(BuildMemo.MAX_SHAPES + 3):
+        memo.put(i, (), (), {"K": str(i)})
+        assert len(memo) <= BuildMemo.MAX_SHAPES
+    assert memo.get(BuildMemo.MAX_SHAPES + 2, (), ()) == {"K": str(BuildMemo.MAX_SHAPES + 2)}
+    assert memo.get(0, (), ()) is None
+
+
+def test_memo_compares_identity_then_equality() -> None:
+    """A hit needs the very same derived objects and equal per-build inputs."""
+    memo = BuildMemo()
+    policy, snapshot = object(), {"K": "v"}
+    memo.put("shape", (policy,), (snapshot,), {"K": "v"})
+    assert memo.get("shape", (policy,), ({"K": "v"},)) == {"K": "v"}
+    assert memo.get("shape", (object(),), (snapshot,)) is None
+    assert memo.get("shape", (policy,), ({"K": "w"},)) is None
+    assert memo.get("shape", (policy, policy), (snapshot,)) is None
