@@ -23,10 +23,11 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from envscope._declarations import Origin, _Record
+from envscope._residue_rule import ResidueRule
 
 TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
-    from collections.abc import Hashable, Mapping
+    from collections.abc import Hashable, Mapping, Sequence
 
     from envscope.policy import SecretPolicy
 
@@ -94,6 +95,7 @@ class Binding(_Record):
     """A routed home bound to the current context, with everything a build needs from it."""
 
     __slots__ = (
+        "_rule",
         "home",
         "launch_policy",
         "memo",
@@ -123,6 +125,7 @@ class Binding(_Record):
     residue_origins: Mapping[str, Origin]
     launch_policy: SecretPolicy | None
     memo: BuildMemo
+    _rule: ResidueRule | None
 
     def __init__(
         self,
@@ -144,3 +147,12 @@ class Binding(_Record):
         _set(self, "residue_origins", residue_origins)
         _set(self, "launch_policy", launch_policy)
         _set(self, "memo", BuildMemo())
+        _set(self, "_rule", None)
+
+    def residue_rule(self, keep: frozenset[str], policies: Sequence[SecretPolicy]) -> ResidueRule:
+        """Stage 1's rule for this binding's residue: kept while keep and policies are the same."""
+        rule: ResidueRule | None = self._rule
+        if rule is None or not rule.same_inputs(self.residue, keep, policies, self.residue_origins):
+            rule = ResidueRule(self.residue, keep, policies, self.residue_origins)
+            _set(self, "_rule", rule)  # a cache slot, not a field: equality ignores it
+        return rule

@@ -128,6 +128,8 @@ def find_credential_values(
     warning is for credentials no rule knows about.
     """
     findings: list[CredentialFinding] = []
+    if _ANY_LITERAL.search("\x00".join(env.values())) is None:
+        return findings  # the common case: no value holds any literal of the table
     for key in sorted(env):
         kind = credential_kind(env[key])
         if kind is not None and (policy is None or policy.tier_of(key) is None):

@@ -19,11 +19,12 @@ from envscope import stages
 from envscope._binding import Binding, BuildMemo
 from envscope._declarations import HomeDeclarations, Origin, OriginKind, norm
 from envscope._dotenv import read_dotenv
+from envscope._residue_rule import ResidueRule
 from envscope.catalog import Catalog
 from envscope.errors import EnvscopeError, EnvValueError, RoutingError
 from envscope.policy import Adapter, SecretPolicy, build_policy
 from envscope.surfaces import BaseFilter, Surface, SurfacePolicy, mcp_allowlist
-from envscope.trace import Action, Reason, Stage, Trace
+from envscope.trace import Trace
 
 TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
@@ -474,17 +475,12 @@ class Host:
                 else:
                     launch_policy = self._policy_of(self.launch_home)
                 policies = (policy,) if launch_policy is policy else (policy, launch_policy)
-                residue = self.launch_residue() if binding is None else binding.residue
                 keep = self._keep()
-                entries = stages.strip_residue(
-                    entries,
-                    residue=residue,
-                    keep=keep,
-                    policies=policies,
-                    residue_origins=None if binding is None else binding.residue_origins,
-                    trace=trace,
-                    stripped=stripped,
-                )
+                if binding is None:  # unbound multiplex: the residue is re-read per build
+                    rule = ResidueRule(self.launch_residue(), keep, policies)
+                else:
+                    rule = binding.residue_rule(keep, policies)
+                entries = stages.strip_residue(entries, rule=rule, trace=trace, stripped=stripped)
             origins = None if binding is None else binding.scope_origins
             entries = stages.overlay_scope(
                 entries,
@@ -537,18 +533,10 @@ class Host:
         from envscope._findings import find_credential_values
 
         ctx = trace.context
-        last_action = trace.last_action
-        global_names = self.global_names
-        is_injection_vector = self.catalog.is_injection_vector
-        for key, value in child.items():
+        vectors, vector_prefixes = self.catalog.injection_names, self.catalog.injection_prefixes
+        for key in trace.record_untouched(child, self.global_names):
             up = key.upper()
-            action = last_action(up)
-            if action is None or action is Action.STRIPPED or action is Action.REFUSED:
-                # untouched by every stage, or a case twin of it was dropped
-                reason = Reason.GLOBAL_NAME if up in global_names else Reason.INHERITED
-                trace.record(key, Action.KEPT, Stage.SANITIZE, reason, value=value)
-                action = Action.KEPT
-            if action is Action.KEPT and is_injection_vector(up):
+            if up in vectors or up.startswith(vector_prefixes):  # catalog.is_injection_vector
                 ctx.warnings.append(
                     f"{key}: the launch env carries a name that changes how a child's "
                     "loader, shell or interpreter starts (kept: it was not introduced)"

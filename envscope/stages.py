@@ -9,21 +9,26 @@ does no bookkeeping.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from envscope._declarations import (
+    SECRET_SUFFIXES,
     Declaration,
     Origin,
     OriginKind,
     Tier,
-    has_secret_suffix,
+    _Record,
     norm,
 )
+from envscope._residue_rule import ResidueRule
 from envscope.errors import EnvValueError
 from envscope.policy import SecretPolicy
 from envscope.surfaces import BaseFilter
 from envscope.trace import Action, Reason, Stage, Trace
+
+TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping, Sequence
 
 __all__ = [
     "FORCE_PREFIX",
@@ -44,6 +49,7 @@ FORCE_PREFIX = "_ENVSCOPE_FORCE_"
 Entries = dict[str, tuple[str, str]]
 
 _CALLER = Origin(OriginKind.CALLER, "extra")
+_NONE: Mapping[str, str] = MappingProxyType({})
 MIN_ALIAS_LENGTH = 8
 MAX_VALUE_BYTES = 128 * 1024  # Linux MAX_ARG_STRLEN: one "KEY=value" string
 _DECLARED_SECRET_KINDS = frozenset({OriginKind.MANIFEST, OriginKind.PARTIAL_SCAN})
@@ -66,7 +72,10 @@ class StrippedSecrets:
         """Remember a stripped declared name's value when the name is a secret."""
         if len(value) < MIN_ALIAS_LENGTH:
             return
-        if has_secret_suffix(decl.name) or decl.origin.kind in _DECLARED_SECRET_KINDS:
+        if (
+            decl.name.upper().endswith(SECRET_SUFFIXES)
+            or decl.origin.kind in _DECLARED_SECRET_KINDS
+        ):
             self.values.setdefault(value, decl)
 
 
@@ -101,50 +110,35 @@ def from_entries(entries: Entries) -> dict[str, str]:
 def strip_residue(
     entries: Entries,
     *,
-    residue: frozenset[str],
-    keep: frozenset[str],
-    policies: Sequence[SecretPolicy],
+    residue: frozenset[str] = frozenset(),
+    keep: frozenset[str] = frozenset(),
+    policies: Sequence[SecretPolicy] = (),
     residue_origins: Mapping[str, Origin] | None = None,
     trace: Trace | None = None,
     stripped: StrippedSecrets | None = None,
+    rule: ResidueRule | None = None,
 ) -> Entries:
     """Stage 1: drop the launch profile's residue, credentials and authorization gates.
 
     ``residue`` and ``keep`` (global names and managed keys) are upper-cased.
     A name any of ``policies`` declares (Tier 1 or 2) is dropped too: a routed
     child gets its own profile's credentials from the scope, never the
-    launch process's, ambient ones included.
+    launch process's, ambient ones included. ``rule``, when given, stands for
+    those four arguments (made from them, with its verdicts memoised).
     """
+    if rule is None:
+        rule = ResidueRule(residue, keep, policies, residue_origins)
+    memo, decide = rule.memo, rule.verdict
     out: Entries = {}
     for up, item in entries.items():
-        if up in keep:
+        verdict = memo[up] if up in memo else decide(up)
+        if verdict is None:
             out[up] = item
             continue
-        reason: Reason | None = None
-        origin: Origin | None = None
-        if up in residue:
-            reason = Reason.LAUNCH_RESIDUE
-            origin = None if residue_origins is None else residue_origins.get(up)
-            if stripped is not None:
-                for policy in policies:
-                    decl = policy.declaration(up)
-                    if decl is not None:
-                        stripped.add(decl, item[1])
-                        break
-        else:
-            for policy in policies:
-                decl = policy.declaration(up)
-                if decl is not None:
-                    reason, origin = Reason.LAUNCH_CREDENTIAL, decl.origin
-                    if stripped is not None:
-                        stripped.add(decl, item[1])
-                    break
-                if policy.is_gate(up):
-                    reason = Reason.LAUNCH_GATE
-                    break
-        if reason is None:
-            out[up] = item
-        elif trace is not None:
+        reason, origin, decl = verdict
+        if stripped is not None and decl is not None:
+            stripped.add(decl, item[1])
+        if trace is not None:
             trace.record(item[0], Action.STRIPPED, Stage.RESIDUE, reason, origin, value=item[1])
     return out
 
@@ -201,20 +195,69 @@ def apply_managed(
     return _overlay(entries, managed, Stage.MANAGED, Reason.MANAGED_VALUE, None, origin, trace)
 
 
-@dataclass(frozen=True)
-class SanitizeOptions:
+class SanitizeOptions(_Record):
     """What stage 4 needs besides the entries and the policy."""
 
-    extra: Mapping[str, str] = field(default_factory=dict)
-    inherit_credentials: bool = False
-    passthrough: Sequence[str] = ()
-    passthrough_source: Entries | None = None
-    base_filter: BaseFilter | None = None
-    drop_shell_functions: bool = False
-    pinned: Mapping[str, str] = field(default_factory=dict)
-    surface_set: Mapping[str, str] = field(default_factory=dict)
-    stripped: StrippedSecrets | None = None  # set to strip value aliases of stripped secrets
-    refuse: Callable[[str], bool] | None = None  # injection vectors extras/passthrough may not add
+    __slots__ = (
+        "base_filter",
+        "drop_shell_functions",
+        "extra",
+        "inherit_credentials",
+        "passthrough",
+        "passthrough_source",
+        "pinned",
+        "refuse",
+        "stripped",
+        "surface_set",
+    )
+    _fields = (
+        "extra",
+        "inherit_credentials",
+        "passthrough",
+        "passthrough_source",
+        "base_filter",
+        "drop_shell_functions",
+        "pinned",
+        "surface_set",
+        "stripped",
+        "refuse",
+    )
+    extra: Mapping[str, str]
+    inherit_credentials: bool
+    passthrough: Sequence[str]
+    passthrough_source: Entries | None
+    base_filter: BaseFilter | None
+    drop_shell_functions: bool
+    pinned: Mapping[str, str]
+    surface_set: Mapping[str, str]
+    stripped: StrippedSecrets | None  # set to strip value aliases of stripped secrets
+    refuse: Callable[[str], bool] | None  # injection vectors extras/passthrough may not add
+
+    def __init__(
+        self,
+        *,
+        extra: Mapping[str, str] = _NONE,
+        inherit_credentials: bool = False,
+        passthrough: Sequence[str] = (),
+        passthrough_source: Entries | None = None,
+        base_filter: BaseFilter | None = None,
+        drop_shell_functions: bool = False,
+        pinned: Mapping[str, str] = _NONE,
+        surface_set: Mapping[str, str] = _NONE,
+        stripped: StrippedSecrets | None = None,
+        refuse: Callable[[str], bool] | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "extra", extra)
+        _set(self, "inherit_credentials", inherit_credentials)
+        _set(self, "passthrough", passthrough)
+        _set(self, "passthrough_source", passthrough_source)
+        _set(self, "base_filter", base_filter)
+        _set(self, "drop_shell_functions", drop_shell_functions)
+        _set(self, "pinned", pinned)
+        _set(self, "surface_set", surface_set)
+        _set(self, "stripped", stripped)
+        _set(self, "refuse", refuse)
 
 
 def _is_forced(up: str) -> bool:
@@ -433,6 +476,31 @@ def _utf8_len(text: str) -> int:
     return len(text.encode("utf-8", "surrogateescape")) if not text.isascii() else len(text)
 
 
+def _fits(env: dict[str, str], max_total_bytes: int) -> bool:
+    """The common case in a few C-level passes: every entry valid and small, the block too.
+
+    False means "look closer" (``validate_block`` then checks entry by entry).
+    """
+    count = len(env)
+    if not count:
+        return True
+    keys = "=".join(env)
+    values = "=".join(env.values())
+    if "" in env or keys.count("=") != count - 1 or "\x00" in keys or "\x00" in values:
+        return False
+    try:
+        # the joins hold count - 1 separators each; an entry adds "=" and a NUL
+        total = _utf8_len(keys) + _utf8_len(values) + 2
+    except UnicodeEncodeError:
+        return False
+    if total > max_total_bytes:
+        return False
+    if total <= MAX_VALUE_BYTES:
+        return True
+    # no entry can be over the limit when even 4 bytes per character would fit
+    return 4 * (max(map(len, env)) + max(map(len, env.values()))) + 2 <= MAX_VALUE_BYTES
+
+
 def validate_block(
     env: dict[str, str], *, max_total_bytes: int, trace: Trace | None = None
 ) -> dict[str, str]:
@@ -444,6 +512,8 @@ def validate_block(
     ``EnvValueError`` naming the key (the largest one for the block), never a
     silent ``E2BIG`` at spawn time.
     """
+    if _fits(env, max_total_bytes):
+        return env
     total = 0
     largest = ("", -1)
     for key, value in list(env.items()):

@@ -15,7 +15,7 @@ from envscope._declarations import Origin, Problem, _Record
 
 TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Mapping
 
 _set = object.__setattr__
 
@@ -245,6 +245,30 @@ class Trace:
         """The action of the last decision about an (upper-cased) key, or None."""
         row = self._last.get(upper_key)
         return None if row is None else row[1]
+
+    def record_untouched(self, env: Mapping[str, str], global_names: frozenset[str]) -> list[str]:
+        """Record ``kept`` for each key of a finished env that no decision keeps; list the kept.
+
+        A key no stage decided, or whose last decision removed a case twin of it,
+        is kept as inherited (or as a global name). Returns the keys whose last
+        decision is now ``kept`` (not added or overridden by a stage).
+        """
+        last, rows, fingerprint = self._last, self._rows, self._fingerprint
+        kept_action, stage = Action.KEPT, Stage.SANITIZE
+        kept = []
+        for key, value in env.items():
+            up = key.upper()
+            row = last.get(up)
+            if row is None or row[1] in _REMOVING:
+                reason = Reason.GLOBAL_NAME if up in global_names else Reason.INHERITED
+                digest = None if fingerprint is None else fingerprint(value)
+                row = (key, kept_action, stage, reason, None, None, digest)  # as record() makes
+                rows.append(row)
+                last[up] = row
+                kept.append(key)
+            elif row[1] is kept_action:
+                kept.append(key)
+        return kept
 
     def _all(self) -> list[Decision]:
         """Every decision, built from the rows not yet turned into ``Decision`` objects."""
