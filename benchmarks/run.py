@@ -231,10 +231,11 @@ def warm_figures(cfg: Config, catalog: Catalog, w1: Workload) -> list[Figure]:
     home = w1.profiles[0]
     host = w1.host(catalog)
     naive_host = w1.host(catalog, fs=_RacyClock())
+    other_host = w1.host(catalog)
     floor = floor_for(host, w1, home)
     base = dict(w1.environ)
     figures = []
-    with host.routed(home):
+    with host.routed(home), other_host.routed(home):
 
         def warm() -> object:
             return host.build_subprocess_env(base)
@@ -242,7 +243,21 @@ def warm_figures(cfg: Config, catalog: Catalog, w1: Workload) -> list[Figure]:
         def traced() -> object:
             return host.build_subprocess_env(base, trace=Trace())
 
-        samples = interleaved({"warm": warm, "floor": floor, "trace": traced}, cfg.warm_calls)
+        # The same build with one value of the parent env changed on every spawn: the
+        # build memo never hits, so this is the cost of running the four stages.
+        other = dict(base)
+        other["BENCH_SPAWN_SEQ"] = "2"
+        bases = (dict(base, BENCH_SPAWN_SEQ="1"), other)
+        flip = [0]
+
+        def changing() -> object:  # its own host: its memo never evicts warm()'s build
+            flip[0] ^= 1
+            return other_host.build_subprocess_env(bases[flip[0]])
+
+        samples = interleaved(
+            {"warm": warm, "floor": floor, "trace": traced, "changing": changing},
+            cfg.warm_calls,
+        )
         figures.append(
             ratio_figure(
                 "w1_warm_vs_floor",
@@ -251,6 +266,16 @@ def warm_figures(cfg: Config, catalog: Catalog, w1: Workload) -> list[Figure]:
                 "warm",
                 "floor",
                 1.5,
+            )
+        )
+        figures.append(
+            ratio_figure(
+                "w1_changing_vs_floor",
+                "  the same, parent env changed every spawn (no memo hit)",
+                samples,
+                "changing",
+                "floor",
+                None,
             )
         )
         figures.append(
@@ -509,6 +534,24 @@ def _import_cumulative_us(stderr: str, top: str) -> int:
     raise SystemExit(f"no {top!r} line in -X importtime output")
 
 
+def _imports_after_site_us(stderr: str) -> int:
+    """Cumulative microseconds of every top-level import the ``-c`` code made (after ``site``)."""
+    total, started = 0, False
+    for line in stderr.splitlines():
+        parts = line.split("|")
+        if not line.startswith("import time:") or len(parts) != 3:
+            continue
+        name = parts[2]
+        top = name.startswith(" ") and not name.startswith("  ")
+        if started and top:
+            total += int(parts[1].strip())
+        elif top and name.strip() == "site":
+            started = True
+    if not started:
+        raise SystemExit("no 'site' line in -X importtime output (run without -S)")
+    return total
+
+
 def import_figures(cfg: Config) -> list[Figure]:
     """F6a: ``python -X importtime -c "import envscope"``: the cumulative time of envscope."""
     env = dict(os.environ)
@@ -525,7 +568,19 @@ def import_figures(cfg: Config) -> list[Figure]:
         )
         return _import_cumulative_us(out.stderr, "envscope"), out.stdout
 
+    def run_host() -> int:
+        out = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", "from envscope import Host"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return _imports_after_site_us(out.stderr)
+
     samples = [run("import envscope")[0] for _ in range(cfg.import_runs)]
+    host_samples = [run_host() for _ in range(cfg.import_runs)]
+    host_ms = statistics.median(host_samples) / 1e3
     heavy_code = (
         "import sys, envscope; "
         "print(','.join(m for m in ('pydantic', 'yaml', 'dotenv', 'cachetools') "
@@ -541,7 +596,16 @@ def import_figures(cfg: Config) -> list[Figure]:
             "ms",
             "<= 15 ms",
             value <= 15.0,
-            {"runs_ms": [s / 1e3 for s in samples]},
+            {"runs_ms": [s / 1e3 for s in samples], "public_names": "loaded on first use"},
+        ),
+        Figure(
+            "import_host_ms",
+            "from envscope import Host (every import it makes)",
+            host_ms,
+            "ms",
+            "<= 15 ms",
+            host_ms <= 15.0,
+            {"runs_ms": [s / 1e3 for s in host_samples]},
         ),
         Figure(
             "import_heavy",

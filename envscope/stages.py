@@ -20,7 +20,7 @@ from envscope._declarations import (
     _Record,
     norm,
 )
-from envscope._residue_rule import ResidueRule
+from envscope._residue_rule import MAX_MEMO, ResidueRule, Verdict
 from envscope.errors import EnvValueError
 from envscope.policy import SecretPolicy
 from envscope.surfaces import BaseFilter
@@ -85,9 +85,12 @@ def to_entries(env: Mapping[str, str], trace: Trace | None = None) -> Entries:
     The upper-case spelling wins when present, else the first seen; every
     dropped spelling is recorded (``case-duplicate``).
     """
+    items = list(env.items())
+    ups = [key.upper() for key, _ in items]
+    if len(set(ups)) == len(items):  # the common case: no two keys equal ignoring case
+        return dict(zip(ups, items, strict=True))
     out: Entries = {}
-    for key, value in env.items():
-        up = key.upper()
+    for (key, value), up in zip(items, ups, strict=True):
         prev = out.get(up)
         if prev is not None:
             keep_new = key == up and prev[0] != up
@@ -129,9 +132,19 @@ def strip_residue(
     if rule is None:
         rule = ResidueRule(residue, keep, policies, residue_origins)
     memo, decide = rule.memo, rule.verdict
-    out: Entries = {}
+    for up in entries:
+        if up not in memo:
+            decide(up)  # a name the memo has not seen yet
+    if len(memo) >= MAX_MEMO:  # a full memo decides the rest per build: the plain loop
+        get: Callable[[str], Verdict | None] = decide
+        out: Entries = {}
+    else:  # every name is in the memo: the kept ones in one comprehension
+        get = memo.__getitem__
+        out = {up: item for up, item in entries.items() if get(up) is None}
+        if len(out) == len(entries):
+            return out
     for up, item in entries.items():
-        verdict = memo[up] if up in memo else decide(up)
+        verdict = get(up)
         if verdict is None:
             out[up] = item
             continue
@@ -300,8 +313,18 @@ def sanitize(
     caller's force-prefixed extras, never to a Tier 1 name; (g) drop
     exported shell functions where asked.
     """
-    out: Entries = {}
     base_filter = options.base_filter
+    if base_filter is None and trace is None:  # the common case, in C-level passes
+        out = {up: item for up, item in entries.items() if not up.startswith(FORCE_PREFIX)}
+    else:
+        out = _filter_base(entries, base_filter, trace)
+    _merge_sanitize(out, policy, options, trace)
+    return from_entries(out)
+
+
+def _filter_base(entries: Entries, base_filter: BaseFilter | None, trace: Trace | None) -> Entries:
+    """Stage 4 (a) and (b): the surface filter, and force-prefixed keys of the base dropped."""
+    out: Entries = {}
     for up, item in entries.items():
         if base_filter is not None:
             rejected = base_filter.reject(up)
@@ -323,7 +346,14 @@ def sanitize(
                 trace.record(item[0], Action.STRIPPED, Stage.SANITIZE, reason, value=item[1])
             continue
         out[up] = item
+    return out
 
+
+def _merge_sanitize(
+    out: Entries, policy: SecretPolicy, options: SanitizeOptions, trace: Trace | None
+) -> None:
+    """Stage 4 (c) to (g), in place on the filtered entries."""
+    base_filter = options.base_filter
     set_origin = None if base_filter is None else base_filter.origin
     for key, value in options.surface_set.items():
         if trace is not None:
@@ -365,7 +395,6 @@ def sanitize(
                 reason = Reason.SHELL_FUNCTION
                 trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
             del out[up]
-    return from_entries(out)
 
 
 def _strip_aliases(
@@ -392,9 +421,10 @@ def _strip_tiers(
     trace: Trace | None,
     stripped: StrippedSecrets | None,
 ) -> None:
-    for up in list(out):
-        decl = policy.declaration(up)
-        if decl is None:
+    declaration = policy.declaration
+    for up in [up for up in out if declaration(up) is not None]:
+        decl = declaration(up)
+        if decl is None:  # a policy is immutable: never, but mypy cannot know
             continue
         if decl.tier is Tier.TIER2 and inherit_credentials:
             if trace is not None:

@@ -38,6 +38,27 @@ def test_to_entries_collapses_case_twins(env: dict[str, str], expected: dict[str
     assert all(d.reason is Reason.CASE_DUPLICATE for d in trace)
 
 
+@pytest.mark.parametrize("memo_size", [0, 1, 3, 1000])
+def test_strip_residue_with_a_full_memo(monkeypatch: pytest.MonkeyPatch, memo_size: int) -> None:
+    """A rule whose memo is full decides the rest per build: same result, same order, same trace."""
+    import envscope._residue_rule as residue_rule
+    import envscope.stages as stages_module
+
+    env = {"PATH": "/b", "A_MARKER": "a", "OPENAI_API_KEY": "k", "K": "v", "Z_TOKEN": "z"}
+    args = {"residue": frozenset({"A_MARKER", "PATH"}), "keep": frozenset({"PATH"})}
+    expected_trace = Trace()
+    expected = strip_residue(to_entries(env), policies=(POLICY,), trace=expected_trace, **args)
+    monkeypatch.setattr(residue_rule, "MAX_MEMO", memo_size)
+    monkeypatch.setattr(stages_module, "MAX_MEMO", memo_size)
+    rule = residue_rule.ResidueRule(args["residue"], args["keep"], (POLICY,))
+    for _ in range(2):
+        trace = Trace()
+        out = strip_residue(to_entries(env), rule=rule, trace=trace)
+        assert list(out.items()) == list(expected.items())
+        assert list(trace) == list(expected_trace)
+    assert len(rule.memo) == min(memo_size, len(env))
+
+
 def test_strip_residue_table() -> None:
     """Stage 1 drops residue, launch credentials and gates; keeps globals and managed keys."""
     entries = to_entries(

@@ -13,6 +13,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from envscope import stages
+from envscope._residue_rule import ResidueRule
 from envscope.catalog import Catalog
 from envscope.errors import EnvValueError
 from envscope.policy import build_policy
@@ -75,7 +76,7 @@ def test_residue_rule_reused_matches_a_fresh_one(
     env: dict[str, str], residue: frozenset[str], keep: frozenset[str]
 ) -> None:
     """A rule whose memo was filled by other builds strips exactly what a fresh rule strips."""
-    rule = stages.ResidueRule(residue, keep, (POLICY,))
+    rule = ResidueRule(residue, keep, (POLICY,))
     strip_residue(to_entries({"OPENAI_API_KEY": "x", "PATH": "/b", "ORG": "o"}), rule=rule)
     entries = to_entries(env)
     warm_trace, fresh_trace = Trace(), Trace()
