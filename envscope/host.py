@@ -18,7 +18,6 @@ from types import MappingProxyType
 from envscope import stages
 from envscope._binding import Binding, BuildMemo
 from envscope._declarations import HomeDeclarations, Origin, OriginKind, norm
-from envscope._dotenv import read_dotenv
 from envscope._residue_rule import ResidueRule
 from envscope.catalog import Catalog
 from envscope.errors import EnvscopeError, EnvValueError, RoutingError
@@ -168,6 +167,8 @@ class Host:
     def _read_managed(self) -> dict[str, str]:
         if self._managed_path is None:
             return {}
+        from envscope._dotenv import read_dotenv  # on first use: it loads re
+
         values = read_dotenv(self._managed_path, override=True, missing_ok=False)
         with self._lock:
             self._managed_values = values
@@ -178,6 +179,8 @@ class Host:
     def load_launch_env(self) -> None:
         """Load the launch ``.env`` (no override), secret sources, the managed file (override)."""
         environ = self._environ
+        from envscope._dotenv import read_dotenv  # on first use: it loads re
+
         values = read_dotenv(self._launch_dotenv_path(), environ=_snapshot(environ))
         with self._lock:
             self._dotenv_keys.update(values)
@@ -233,6 +236,8 @@ class Host:
     def _residue(self) -> tuple[frozenset[str], dict[str, Origin]]:
         """Upper-cased residue names with where each came from (re-reads the launch .env keys)."""
         path = self._launch_dotenv_path()
+        from envscope._dotenv import read_dotenv  # on first use: it loads re
+
         current = read_dotenv(path, interpolate=False)
         origins: dict[str, Origin] = {}
         with self._lock:
@@ -247,6 +252,8 @@ class Host:
         dotenv_path = os.path.join(home, ".env")
         environ = _snapshot(self._environ)
         outside = {k: v for k, v in environ.items() if norm(k) in self.global_names}
+        from envscope._dotenv import read_dotenv  # on first use: it loads re
+
         scope = read_dotenv(dotenv_path, environ=outside, override=True)
         origins = {norm(k): Origin(OriginKind.SCOPE, ".env", path=dotenv_path) for k in scope}
         names: set[str] = set()

@@ -138,12 +138,15 @@ def strip_residue(
     if len(memo) >= MAX_MEMO:  # a full memo decides the rest per build: the plain loop
         get: Callable[[str], Verdict | None] = decide
         out: Entries = {}
+        dropped = list(entries)
     else:  # every name is in the memo: the kept ones in one comprehension
         get = memo.__getitem__
         out = {up: item for up, item in entries.items() if get(up) is None}
         if len(out) == len(entries):
             return out
-    for up, item in entries.items():
+        dropped = [up for up in entries if up not in out]
+    for up in dropped:
+        item = entries[up]
         verdict = get(up)
         if verdict is None:
             out[up] = item
@@ -314,8 +317,13 @@ def sanitize(
     exported shell functions where asked.
     """
     base_filter = options.base_filter
-    if base_filter is None and trace is None:  # the common case, in C-level passes
+    if base_filter is None:  # the common case, in C-level passes
         out = {up: item for up, item in entries.items() if not up.startswith(FORCE_PREFIX)}
+        if trace is not None and len(out) != len(entries):
+            for up in [up for up in entries if up not in out]:
+                key, value = entries[up]
+                reason = Reason.FORCE_PREFIX_IN_BASE
+                trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
     else:
         out = _filter_base(entries, base_filter, trace)
     _merge_sanitize(out, policy, options, trace)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -55,6 +56,37 @@ def test_import_is_cheap() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_import_runs_no_package_module() -> None:
+    """``import envscope`` loads no submodule; each public name loads its module on first use."""
+    code = (
+        "import sys, envscope; "
+        "print(sorted(m for m in sys.modules if m.startswith('envscope.'))); "
+        "envscope.Trace; print('envscope.trace' in sys.modules, 'envscope.host' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:2] == ["[]", "True False"]
+
+
+def test_host_import_loads_no_typing_dataclasses_or_re() -> None:
+    """``from envscope import Host`` stays off ``typing``, ``dataclasses`` and ``re``."""
+    code = (
+        "import sys; before = set(sys.modules); from envscope import Host; "
+        "print(sorted({'typing', 'dataclasses', 're'} & (set(sys.modules) - before)))"
+    )
+    repo = Path(__file__).resolve().parents[1]  # -S: no site-packages, import from the checkout
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True, cwd=repo
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    """A name the package does not export is an AttributeError; dir() lists the public names."""
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        envscope.Nope  # type: ignore[attr-defined]  # noqa: B018
+    assert set(envscope.__all__) <= set(dir(envscope))
 
 
 def test_errors_share_one_root() -> None:
