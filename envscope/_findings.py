@@ -1,4 +1,4 @@
-"""Warnings for kept variables whose *value* looks like a credential.
+"""Warnings for kept variables whose *value* looks like a credential; closing a trace.
 
 A policy decides by name. A child env can still carry a token under a name no
 rule declares (``MY_APP_KEY=ghp_...``, ``DEPLOY=https://x:glpat-...@host``).
@@ -22,13 +22,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from envscope.catalog import Catalog
     from envscope.policy import SecretPolicy
+    from envscope.surfaces import Surface
+    from envscope.trace import Trace
 
 __all__ = [
     "CREDENTIAL_KINDS",
     "CredentialFinding",
     "credential_kind",
     "find_credential_values",
+    "finish_trace",
 ]
 
 _ALNUM = "A-Za-z0-9"
@@ -135,3 +139,34 @@ def find_credential_values(
         if kind is not None and (policy is None or policy.tier_of(key) is None):
             findings.append(CredentialFinding(key, kind))
     return findings
+
+
+def finish_trace(
+    trace: Trace,
+    child: Mapping[str, str],
+    *,
+    global_names: frozenset[str],
+    catalog: Catalog,
+    policy: SecretPolicy,
+    home: str,
+    surface: Surface,
+    routed: bool,
+) -> None:
+    """Close a traced build: ``kept`` for every untouched key, the warnings and the context."""
+    ctx = trace.context
+    vectors, vector_prefixes = catalog.injection_names, catalog.injection_prefixes
+    for key in trace.record_untouched(child, global_names):
+        up = key.upper()
+        if up in vectors or up.startswith(vector_prefixes):  # catalog.is_injection_vector
+            ctx.warnings.append(
+                f"{key}: the launch env carries a name that changes how a child's "
+                "loader, shell or interpreter starts (kept: it was not introduced)"
+            )
+    for finding in find_credential_values(child, policy=policy):
+        ctx.warnings.append(
+            f"{finding.key}: the value looks like a {finding.kind} but no rule declares "
+            "the name (kept; declare it in the catalog or a manifest if it is a secret)"
+        )
+    ctx.home, ctx.surface, ctx.routed = home, surface.value, routed
+    ctx.complete, ctx.problems = policy.complete, policy.problems
+    ctx.child_keys = tuple(child)

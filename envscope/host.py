@@ -11,17 +11,24 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
-import sys
 import threading
 from types import MappingProxyType
 
 from envscope import stages
 from envscope._binding import Binding, BuildMemo
 from envscope._declarations import HomeDeclarations, Origin, OriginKind, norm
+from envscope._inputs import (
+    DEFAULT_MAX_ENV_BYTES,
+    WINDOWS,
+    coerce_extra,
+    home_identity,
+    snapshot_env,
+)
 from envscope._residue_rule import ResidueRule
+from envscope._sanitize import SanitizeOptions, sanitize
 from envscope.catalog import Catalog
-from envscope.errors import EnvscopeError, EnvValueError, RoutingError
-from envscope.policy import Adapter, SecretPolicy, build_policy
+from envscope.errors import RoutingError
+from envscope.policy import AdapterCensus, SecretPolicy, build_policy
 from envscope.surfaces import BaseFilter, Surface, SurfacePolicy, mcp_allowlist
 from envscope.trace import Trace
 
@@ -35,46 +42,6 @@ if TYPE_CHECKING:
     from envscope.sources import SecretSource
 
 __all__ = ["Binding", "Host", "home_identity"]
-
-_WINDOWS = sys.platform == "win32"
-DEFAULT_MAX_ENV_BYTES = 1024 * 1024  # half of Linux's usual ARG_MAX, leaving room for argv
-
-
-def home_identity(path: str | os.PathLike[str]) -> str:
-    """A home's identity: its resolved real path (case-folded on Windows)."""
-    resolved = os.path.realpath(os.fspath(path))
-    return os.path.normcase(resolved) if _WINDOWS else resolved
-
-
-def _coerce_extra(extra: Mapping[str, object] | None) -> dict[str, str]:
-    """Validate the caller's explicit values (an MCP ``env:`` block): scalars only."""
-    if not extra:
-        return {}
-    out: dict[str, str] = {}
-    for key, value in extra.items():
-        if not isinstance(key, str) or not key or "=" in key or "\x00" in key:
-            raise EnvValueError(str(key), "not a valid environment variable name")
-        if isinstance(value, str):
-            out[key] = value
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[key] = str(value)
-        else:
-            raise EnvValueError(key, f"must be a string or a number, not {type(value).__name__}")
-        if "\x00" in out[key]:
-            raise EnvValueError(key, "value holds a NUL byte")
-    return out
-
-
-def _snapshot(environ: Mapping[str, str]) -> dict[str, str]:
-    """One consistent copy of a (possibly live, possibly churning) mapping."""
-    if type(environ) is dict:
-        return environ.copy()  # atomic under the GIL
-    for _ in range(8):
-        try:
-            return dict(environ)
-        except RuntimeError:  # changed size during iteration: another thread wrote it
-            continue
-    raise EnvscopeError("the environ mapping kept changing while it was copied")
 
 
 class Host:
@@ -109,7 +76,7 @@ class Host:
         self._global_names = None if global_names is None else frozenset(map(norm, global_names))
         self._fs = fs
         self._on_unreadable_platform: Literal["raise", "deny"] = on_unreadable_platform
-        self._windows = _WINDOWS if windows is None else windows
+        self._windows = WINDOWS if windows is None else windows
         self._surface_policies = {Surface(k): v for k, v in (surface_policies or {}).items()}
         self._fingerprint_key: bytes | None = None
         self._strip_value_aliases = strip_value_aliases
@@ -123,8 +90,7 @@ class Host:
         self._residue_keep: frozenset[str] | None = None  # global names + managed keys
         self._applied: set[str] = set()
         self._supplied: set[str] = set()
-        self._adapters: dict[str, dict[str, Adapter]] = {}
-        self._adapter_versions: dict[str, int] = {}
+        self._census = AdapterCensus()
         self._policies: dict[str, tuple[HomeDeclarations, int, SecretPolicy]] = {}
         self._manifests: ManifestCache | None = None
         self._memo = BuildMemo()  # builds with no routed() binding (a binding has its own)
@@ -181,7 +147,7 @@ class Host:
         environ = self._environ
         from envscope._dotenv import read_dotenv  # on first use: it loads re
 
-        values = read_dotenv(self._launch_dotenv_path(), environ=_snapshot(environ))
+        values = read_dotenv(self._launch_dotenv_path(), environ=snapshot_env(environ))
         with self._lock:
             self._dotenv_keys.update(values)
         for key, value in values.items():
@@ -250,7 +216,7 @@ class Host:
     def _build_scope(self, home: str) -> tuple[dict[str, str], dict[str, Origin], frozenset[str]]:
         """A home's scope: its ``.env``, its secret-source values, then the managed keys."""
         dotenv_path = os.path.join(home, ".env")
-        environ = _snapshot(self._environ)
+        environ = snapshot_env(self._environ)
         outside = {k: v for k, v in environ.items() if norm(k) in self.global_names}
         from envscope._dotenv import read_dotenv  # on first use: it loads re
 
@@ -353,10 +319,9 @@ class Host:
     def _policy_of(self, target: str) -> SecretPolicy:
         """The policy of a home given by identity (no ``realpath`` on the spawn path)."""
         declarations = self._declarations(target)
+        version, adapters = self._census.of(target)
         with self._lock:
-            version = self._adapter_versions.get(target, 0)
             cached = self._policies.get(target)
-            adapters = tuple(self._adapters.get(target, {}).values())
         if cached is not None and cached[0] is declarations and cached[1] == version:
             return cached[2]
         built = build_policy(self.catalog, declarations, adapters)
@@ -368,18 +333,11 @@ class Host:
         self, name: str, requires_env: Iterable[str], home: str | os.PathLike[str] | None = None
     ) -> None:
         """Declare a runtime adapter for a home (default: the bound home, else the launch home)."""
-        target = self._target(home)
-        adapter = Adapter(name, tuple(requires_env))
-        with self._lock:
-            self._adapters.setdefault(target, {})[name] = adapter
-            self._adapter_versions[target] = self._adapter_versions.get(target, 0) + 1
+        self._census.register(self._target(home), name, requires_env)
 
     def unregister_adapter(self, name: str, home: str | os.PathLike[str] | None = None) -> None:
         """Remove a runtime adapter from a home's census (no error when absent)."""
-        target = self._target(home)
-        with self._lock:
-            if self._adapters.get(target, {}).pop(name, None) is not None:
-                self._adapter_versions[target] = self._adapter_versions.get(target, 0) + 1
+        self._census.unregister(self._target(home), name)
 
     # -- the factory -------------------------------------------------------------
 
@@ -397,8 +355,8 @@ class Host:
     ) -> dict[str, str]:
         """Build one child env: strip residue → overlay scope → managed keys → sanitise."""
         surface = Surface(surface)
-        snapshot = _snapshot(self._environ if base is None else base)
-        extras = _coerce_extra(extra)
+        snapshot = snapshot_env(self._environ if base is None else base)
+        extras = coerce_extra(extra)
         if not scrub:
             return {**snapshot, **extras}
         binding = self._binding.get()
@@ -507,7 +465,7 @@ class Host:
         base_filter = None
         if allowlist is not None or surface_policy is not None:
             base_filter = BaseFilter(allowlist, surface_policy, self._windows)
-        options = stages.SanitizeOptions(
+        options = SanitizeOptions(
             extra=extras,
             inherit_credentials=inherit_credentials or surface.inherits_credentials,
             passthrough=tuple(passthrough),
@@ -521,41 +479,22 @@ class Host:
             stripped=stripped,
             refuse=self.refuses_injection,
         )
-        child = stages.sanitize(entries, policy, options, trace=trace)
+        child = sanitize(entries, policy, options, trace=trace)
         stages.validate_block(child, max_total_bytes=self._max_env_bytes, trace=trace)
         if trace is not None:
-            self._finish_trace(trace, child, target, surface, routed, policy)
-        return child
+            from envscope._findings import finish_trace  # loads re: only a traced build needs it
 
-    def _finish_trace(
-        self,
-        trace: Trace,
-        child: Mapping[str, str],
-        target: str,
-        surface: Surface,
-        routed: bool,
-        policy: SecretPolicy,
-    ) -> None:
-        """Record a ``kept`` decision for every key no stage touched, and the build's context."""
-        from envscope._findings import find_credential_values
-
-        ctx = trace.context
-        vectors, vector_prefixes = self.catalog.injection_names, self.catalog.injection_prefixes
-        for key in trace.record_untouched(child, self.global_names):
-            up = key.upper()
-            if up in vectors or up.startswith(vector_prefixes):  # catalog.is_injection_vector
-                ctx.warnings.append(
-                    f"{key}: the launch env carries a name that changes how a child's "
-                    "loader, shell or interpreter starts (kept: it was not introduced)"
-                )
-        for finding in find_credential_values(child, policy=policy):
-            ctx.warnings.append(
-                f"{finding.key}: the value looks like a {finding.kind} but no rule declares "
-                "the name (kept; declare it in the catalog or a manifest if it is a secret)"
+            finish_trace(
+                trace,
+                child,
+                global_names=self.global_names,
+                catalog=self.catalog,
+                policy=policy,
+                home=target,
+                surface=surface,
+                routed=routed,
             )
-        ctx.home, ctx.surface, ctx.routed = target, surface.value, routed
-        ctx.complete, ctx.problems = policy.complete, policy.problems
-        ctx.child_keys = tuple(child)
+        return child
 
     def fingerprint(self, value: str) -> str:
         """A short keyed fingerprint of a value (the key is this host's; see docs/audit.md)."""

@@ -21,6 +21,7 @@ memoised once per catalog and shared by every home. ``tier1``, ``tier2`` and
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 
@@ -39,7 +40,7 @@ from envscope._declarations import (
 )
 from envscope.catalog import Catalog
 
-__all__ = ["Adapter", "SecretPolicy", "build_policy"]
+__all__ = ["Adapter", "AdapterCensus", "SecretPolicy", "build_policy"]
 
 _GATE_TOKENS = frozenset({"ALLOW", "ALLOWED", "ALLOWLIST", "WHITELIST", "ALLOWFROM"})
 _EMPTY_ORIGINS: Mapping[str, Origin] = MappingProxyType({})
@@ -370,6 +371,39 @@ class SecretPolicy:
         if not key.startswith(self._gate_prefixes):
             return False
         return any(token in _GATE_TOKENS for token in key.split("_"))
+
+
+class AdapterCensus:
+    """The runtime adapters registered per home (by identity); thread-safe.
+
+    Each home's version grows on every change, so a cached policy built from
+    an older census is rebuilt.
+    """
+
+    __slots__ = ("_adapters", "_lock", "_versions")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._adapters: dict[str, dict[str, Adapter]] = {}
+        self._versions: dict[str, int] = {}
+
+    def register(self, home: str, name: str, requires_env: Iterable[str]) -> None:
+        """Declare (or redeclare) an adapter for a home."""
+        adapter = Adapter(name, tuple(requires_env))
+        with self._lock:
+            self._adapters.setdefault(home, {})[name] = adapter
+            self._versions[home] = self._versions.get(home, 0) + 1
+
+    def unregister(self, home: str, name: str) -> None:
+        """Remove an adapter from a home (no error when absent)."""
+        with self._lock:
+            if self._adapters.get(home, {}).pop(name, None) is not None:
+                self._versions[home] = self._versions.get(home, 0) + 1
+
+    def of(self, home: str) -> tuple[int, tuple[Adapter, ...]]:
+        """A home's census version and its adapters, read together."""
+        with self._lock:
+            return self._versions.get(home, 0), tuple(self._adapters.get(home, {}).values())
 
 
 def build_policy(

@@ -5,13 +5,12 @@ from __future__ import annotations
 import pytest
 
 from envscope import Action, Catalog, Reason, Trace
+from envscope._sanitize import SanitizeOptions, sanitize
 from envscope.policy import build_policy
 from envscope.stages import (
-    SanitizeOptions,
     apply_managed,
     from_entries,
     overlay_scope,
-    sanitize,
     strip_residue,
     to_entries,
 )
@@ -45,12 +44,14 @@ def test_strip_residue_with_a_full_memo(monkeypatch: pytest.MonkeyPatch, memo_si
     import envscope.stages as stages_module
 
     env = {"PATH": "/b", "A_MARKER": "a", "OPENAI_API_KEY": "k", "K": "v", "Z_TOKEN": "z"}
-    args = {"residue": frozenset({"A_MARKER", "PATH"}), "keep": frozenset({"PATH"})}
+    residue, keep = frozenset({"A_MARKER", "PATH"}), frozenset({"PATH"})
     expected_trace = Trace()
-    expected = strip_residue(to_entries(env), policies=(POLICY,), trace=expected_trace, **args)
+    expected = strip_residue(
+        to_entries(env), residue=residue, keep=keep, policies=(POLICY,), trace=expected_trace
+    )
     monkeypatch.setattr(residue_rule, "MAX_MEMO", memo_size)
     monkeypatch.setattr(stages_module, "MAX_MEMO", memo_size)
-    rule = residue_rule.ResidueRule(args["residue"], args["keep"], (POLICY,))
+    rule = residue_rule.ResidueRule(residue, keep, (POLICY,))
     for _ in range(2):
         trace = Trace()
         out = strip_residue(to_entries(env), rule=rule, trace=trace)
