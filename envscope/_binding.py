@@ -13,9 +13,11 @@ a copy when every input is the same again:
 - by equality, what the caller passes per build: the env snapshot, the
   ``extra`` values and, for MCP children, the secret-source-supplied names.
 
-Anything else differs and the build runs in full. A traced build never uses
-the memo (its decisions are the point), and neither does a routed build with
-no binding (its residue is re-read per build).
+Anything else differs and the build runs in full. A traced build is its own
+shape: the memo keeps its decisions too (a ``trace.Recording``) and replays
+them into the caller's trace, fingerprinted with that trace's function. A
+routed build with no binding never uses the memo (its residue is re-read per
+build).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Hashable, Mapping, Sequence
 
     from envscope.policy import SecretPolicy
+    from envscope.trace import Recording
 
 __all__ = ["Binding", "BuildMemo"]
 
@@ -39,16 +42,21 @@ _NO_ORIGINS: Mapping[str, Origin] = MappingProxyType({})
 
 
 class _Built:
-    """One remembered build: what it depended on, and the child env it made."""
+    """One remembered build: what it depended on, the child env, a traced build's decisions."""
 
-    __slots__ = ("child", "equal", "same")
+    __slots__ = ("child", "equal", "recording", "same")
 
     def __init__(
-        self, same: tuple[object, ...], equal: tuple[object, ...], child: dict[str, str]
+        self,
+        same: tuple[object, ...],
+        equal: tuple[object, ...],
+        child: dict[str, str],
+        recording: Recording | None,
     ) -> None:
         self.same = same
         self.equal = equal
         self.child = child
+        self.recording = recording
 
 
 class BuildMemo:
@@ -63,8 +71,8 @@ class BuildMemo:
 
     def get(
         self, shape: Hashable, same: tuple[object, ...], equal: tuple[object, ...]
-    ) -> dict[str, str] | None:
-        """A copy of the child built for ``shape`` from these very inputs, or None."""
+    ) -> tuple[dict[str, str], Recording | None] | None:
+        """A copy of the child built for ``shape`` from these very inputs (and its decisions)."""
         built = self._built.get(shape)
         if built is None or len(built.same) != len(same):
             return None
@@ -73,7 +81,7 @@ class BuildMemo:
                 return None
         if built.equal != equal:
             return None
-        return dict(built.child)
+        return dict(built.child), built.recording
 
     def put(
         self,
@@ -81,11 +89,12 @@ class BuildMemo:
         same: tuple[object, ...],
         equal: tuple[object, ...],
         child: dict[str, str],
+        recording: Recording | None = None,
     ) -> None:
         """Remember a private copy of the child built for ``shape`` from these inputs."""
         if len(self._built) >= self.MAX_SHAPES and shape not in self._built:
             self._built.clear()
-        self._built[shape] = _Built(same, equal, dict(child))
+        self._built[shape] = _Built(same, equal, dict(child), recording)
 
     def __len__(self) -> int:
         return len(self._built)

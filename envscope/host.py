@@ -30,7 +30,7 @@ from envscope.catalog import Catalog
 from envscope.errors import RoutingError
 from envscope.policy import AdapterCensus, SecretPolicy, build_policy
 from envscope.surfaces import BaseFilter, Surface, SurfacePolicy, mcp_allowlist
-from envscope.trace import Trace
+from envscope.trace import Trace, keep_value
 
 TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
@@ -373,42 +373,43 @@ class Host:
             supplied = self.source_supplied_names()
             if binding is not None:
                 supplied = supplied | binding.source_names
-        memo = None
-        if trace is None:  # a traced build records every decision: it always runs in full
-            memo = self._memo if binding is None else binding.memo
-            if binding is None and routed:
-                memo = None  # the launch residue is re-read per build: nothing to compare
-        if memo is not None:
-            shape = (
-                surface,
-                inherit_credentials,
-                strip_launch_profile,
-                tuple(passthrough),
-                tuple(extras.items()),  # each MCP server's env block is its own shape
-            )
-            same = (policy, self._managed_values, self._keep())
-            equal = (snapshot, supplied)
-            child = memo.get(shape, same, equal)
-            if child is not None:
-                return child
-        child = self._build(
-            snapshot,
-            extras,
-            binding,
-            target,
-            routed,
-            policy,
-            supplied,
+        memo: BuildMemo | None = self._memo if binding is None else binding.memo
+        if binding is None and routed:
+            memo = None  # the launch residue is re-read per build: nothing to compare
+        if memo is None:
+            return self._build(
+                snapshot, extras, binding, target, routed, policy, supplied, surface,
+                inherit_credentials, strip_launch_profile, passthrough, trace,
+            )  # fmt: skip
+        shape = (
             surface,
             inherit_credentials,
             strip_launch_profile,
-            passthrough,
-            trace,
+            tuple(passthrough),
+            tuple(extras.items()),  # each MCP server's env block is its own shape
+            trace is not None,  # a traced build keeps its decisions too
         )
-        if memo is not None:
-            # Stored under the identities read *before* the build: should another thread
-            # replace the managed values meanwhile, the next build misses, never goes stale.
-            memo.put(shape, same, equal, child)
+        same = (policy, self._managed_values, self._keep())
+        equal = (snapshot, supplied)
+        hit = memo.get(shape, same, equal)
+        if hit is not None:
+            child, recording = hit
+            if trace is not None and recording is not None:
+                trace.replay(recording)
+            return child
+        # A traced build records into a capturing trace (values where fingerprints go),
+        # kept in the memo and replayed into the caller's trace now and on each hit.
+        capture = None if trace is None else Trace(fingerprint=keep_value)
+        child = self._build(
+            snapshot, extras, binding, target, routed, policy, supplied, surface,
+            inherit_credentials, strip_launch_profile, passthrough, capture,
+        )  # fmt: skip
+        recording = None if capture is None else capture.recording()
+        if trace is not None and recording is not None:
+            trace.replay(recording)
+        # Stored under the identities read *before* the build: should another thread
+        # replace the managed values meanwhile, the next build misses, never goes stale.
+        memo.put(shape, same, equal, child, recording)
         return child
 
     def _build(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 
 from envscope._declarations import Origin, Problem, _Record
+from envscope.errors import EnvscopeError
 
 TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
@@ -19,7 +20,16 @@ if TYPE_CHECKING:
 
 _set = object.__setattr__
 
-__all__ = ["Action", "Decision", "Reason", "Stage", "Trace", "TraceContext"]
+__all__ = [
+    "Action",
+    "Decision",
+    "Reason",
+    "Recording",
+    "Stage",
+    "Trace",
+    "TraceContext",
+    "keep_value",
+]
 
 
 class Action(enum.Enum):
@@ -206,6 +216,29 @@ class TraceContext:
         return f"TraceContext({shown})"
 
 
+def keep_value(value: str) -> str:
+    """The "fingerprint" of a capturing trace: the value itself (see ``Recording``)."""
+    return value
+
+
+class Recording:
+    """The decisions of one traced build, to replay into another trace (the build memo's).
+
+    Made from a *capturing* trace (``Trace(fingerprint=keep_value)``), whose
+    rows hold each decision's value where a fingerprint would be. A recording
+    keeps those values apart from the rows, the way the build memo keeps the
+    child env it hands out again; it never leaves the memo.
+    """
+
+    __slots__ = ("context", "rows", "ups", "values")
+
+    def __init__(self, captured: list[_Row], context: TraceContext) -> None:
+        self.rows: list[_Row] = [(*row[:6], None) for row in captured]
+        self.values: list[str | None] = [row[6] for row in captured]
+        self.ups: list[str] = [row[0].upper() for row in captured]
+        self.context = context
+
+
 class Trace:
     """An ordered record of decisions; iterable; ``final()`` gives the last one per key.
 
@@ -269,6 +302,30 @@ class Trace:
             elif row[1] is kept_action:
                 kept.append(key)
         return kept
+
+    def recording(self) -> Recording:
+        """This capturing trace's decisions and context, to replay (see ``Recording``)."""
+        if self._fingerprint is not keep_value:
+            raise EnvscopeError("only a trace made with fingerprint=keep_value can be recorded")
+        return Recording(self._rows, self.context)
+
+    def replay(self, recording: Recording) -> None:
+        """Append a recorded build's decisions (fingerprinted with this trace's function)."""
+        fingerprint = self._fingerprint
+        if fingerprint is None:
+            rows = recording.rows
+        else:
+            rows = [
+                (*row[:6], None if value is None else fingerprint(value))
+                for row, value in zip(recording.rows, recording.values, strict=True)
+            ]
+        self._rows.extend(rows)
+        self._last.update(zip(recording.ups, rows, strict=True))
+        recorded, ctx = recording.context, self.context
+        ctx.home, ctx.surface, ctx.routed = recorded.home, recorded.surface, recorded.routed
+        ctx.complete, ctx.problems = recorded.complete, recorded.problems
+        ctx.child_keys = recorded.child_keys
+        ctx.warnings.extend(recorded.warnings)
 
     def _all(self) -> list[Decision]:
         """Every decision, built from the rows not yet turned into ``Decision`` objects."""

@@ -188,20 +188,61 @@ def test_launch_env_edit_reaches_unbound_multiplex_builds(
     assert stage_runs[0] == 2
 
 
-def test_traced_builds_always_run_in_full(
+def test_traced_build_replays_the_same_decisions(
     make_host: HostFactory, homes: dict[str, Path], stage_runs: list[int]
 ) -> None:
-    """A traced build records its decisions every time; it neither reads nor fills the memo."""
+    """A repeated traced build replays its decisions: the same trace as a build run in full."""
     host = make_host(fs=settled())
     with host.routed(homes["B"]):
-        traces = [Trace(), Trace()]
-        for trace in traces:
-            host.build_subprocess_env(BASE, trace=trace)
-        assert stage_runs[0] == 2
-        assert len(traces[0]) == len(traces[1]) > 0
+        first, again = Trace(), Trace()
+        host.build_subprocess_env(BASE, trace=first)
+        host.build_subprocess_env(BASE, trace=again)
+        assert stage_runs[0] == 1
+        host.build_subprocess_env(BASE)  # an untraced build is its own shape
         host.build_subprocess_env(BASE)
-        host.build_subprocess_env(BASE)
-    assert stage_runs[0] == 3
+    assert stage_runs[0] == 2
+    assert list(again) == list(first)
+    assert len(first) > 0
+    assert repr(again.context) == repr(first.context)
+    assert again.summary() == first.summary()
+
+
+def test_replay_fingerprints_with_the_callers_function(
+    make_host: HostFactory, homes: dict[str, Path]
+) -> None:
+    """Replayed decisions carry the fingerprints of the trace they are replayed into."""
+    host = make_host(fs=settled())
+    with host.routed(homes["B"]):
+        plain, marked = Trace(), Trace(fingerprint=lambda value: f"fp:{len(value)}")
+        host.build_subprocess_env(BASE, trace=plain)
+        host.build_subprocess_env(BASE, trace=marked)
+    assert all(d.fingerprint is None for d in plain)
+    assert {d.key: d.fingerprint for d in marked if d.key in BASE} == {
+        key: f"fp:{len(value)}" for key, value in BASE.items()
+    }
+
+
+def test_traced_build_with_a_changed_env_runs_again(
+    make_host: HostFactory, homes: dict[str, Path], stage_runs: list[int]
+) -> None:
+    """A traced build whose parent env changed records the new decisions, not the old ones."""
+    host = make_host(fs=settled())
+    with host.routed(homes["B"]):
+        first, second = Trace(), Trace()
+        host.build_subprocess_env(BASE, trace=first)
+        host.build_subprocess_env({**BASE, "TELEGRAM_BOT_TOKEN": "t"}, trace=second)
+    assert stage_runs[0] == 2
+    assert "TELEGRAM_BOT_TOKEN" not in first.final()
+    assert second.final()["TELEGRAM_BOT_TOKEN"].removed
+
+
+def test_explain_twice_gives_the_same_trace(make_host: HostFactory, homes: dict[str, Path]) -> None:
+    """``explain`` (fingerprinting) gives the same decisions and fingerprints on a replay."""
+    host = make_host(fs=settled(), environ={**BASE, "ENVSCOPE_FINGERPRINT_KEY": "k"})
+    with host.routed(homes["B"]):
+        first, again = host.explain(), host.explain()
+    assert list(again) == list(first)
+    assert any(d.fingerprint for d in first)
 
 
 def test_memo_is_bounded() -> None:
@@ -210,7 +251,10 @@ def test_memo_is_bounded() -> None:
     for i in range(BuildMemo.MAX_SHAPES + 3):
         memo.put(i, (), (), {"K": str(i)})
         assert len(memo) <= BuildMemo.MAX_SHAPES
-    assert memo.get(BuildMemo.MAX_SHAPES + 2, (), ()) == {"K": str(BuildMemo.MAX_SHAPES + 2)}
+    assert memo.get(BuildMemo.MAX_SHAPES + 2, (), ()) == (
+        {"K": str(BuildMemo.MAX_SHAPES + 2)},
+        None,
+    )
     assert memo.get(0, (), ()) is None
 
 
@@ -219,7 +263,7 @@ def test_memo_compares_identity_then_equality() -> None:
     memo = BuildMemo()
     policy, snapshot = object(), {"K": "v"}
     memo.put("shape", (policy,), (snapshot,), {"K": "v"})
-    assert memo.get("shape", (policy,), ({"K": "v"},)) == {"K": "v"}
+    assert memo.get("shape", (policy,), ({"K": "v"},)) == ({"K": "v"}, None)
     assert memo.get("shape", (object(),), (snapshot,)) is None
     assert memo.get("shape", (policy,), ({"K": "w"},)) is None
     assert memo.get("shape", (policy, policy), (snapshot,)) is None
