@@ -76,7 +76,12 @@ from typing import NamedTuple
 from envscope._declarations import Declaration, Origin, OriginKind, Problem, Tier, norm
 from envscope._declarations import plugin_prefix as _plugin_prefix
 from envscope._fs import DirEntry, FileSystem, RealFileSystem, StatResult
-from envscope._manifest_schema import MAX_MANIFEST_BYTES, parse_manifest
+from envscope._manifest_schema import (
+    MAX_MANIFEST_BYTES,
+    PLATFORM_KIND,
+    entry_is_secret,
+    read_manifest,
+)
 from envscope.errors import ManifestError
 
 __all__ = [
@@ -501,19 +506,19 @@ class _Builder:
         if len(data) > MAX_MANIFEST_BYTES:
             fail(f"manifest is larger than {MAX_MANIFEST_BYTES} bytes")
             return None
-        try:
-            manifest = parse_manifest(data, cand.manifest)
+        try:  # parse_manifest's checks, without its frozen objects (this runs per manifest)
+            _, kind, entries = read_manifest(data, cand.manifest)
         except ManifestError as exc:
             fail(exc.message, line=exc.line, fld=exc.field)
             return None
-        if not (root.kind.is_platform or manifest.is_platform):
+        if not (root.kind.is_platform or kind == PLATFORM_KIND):
             return Parsed(False, "", ())
         secrets: dict[str, Declaration] = {}
-        for item in manifest.entries:
-            if not item.is_secret:
+        for entry, _, _, line, secret, category in entries:
+            if not entry_is_secret(entry, secret, category):
                 continue
-            origin = Origin(OriginKind.MANIFEST, cand.dirname, path=cand.manifest, line=item.line)
-            name = norm(item.name)
+            origin = Origin(OriginKind.MANIFEST, cand.dirname, path=cand.manifest, line=line)
+            name = norm(entry)
             secrets.setdefault(name, Declaration(name, Tier.TIER1, origin))
         return Parsed(True, _plugin_prefix(cand.dirname), tuple(secrets.values()))
 

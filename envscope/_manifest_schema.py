@@ -18,12 +18,17 @@ mode (no coercion: ``secret: "yes"`` is an error; unknown fields are ignored).
 Every failure is a ``ManifestError`` naming the file, the line where known and
 the field path (``requires_env[2].secret``); no message repeats a value.
 
-Neither PyYAML nor pydantic is imported until the first ``parse_manifest``.
+A well-formed document is validated by ``_fast_check``, which accepts only what
+the models accept, with the same result; anything else (every error included)
+goes to the models. ``read_manifest`` is ``parse_manifest`` without the frozen
+objects, for the scan. Neither PyYAML nor pydantic is imported until the first
+``parse_manifest``, and pydantic only once a document needs the models.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
@@ -36,12 +41,20 @@ if TYPE_CHECKING:
 
     from envscope._manifest_yaml import Document
 
-__all__ = ["MAX_MANIFEST_BYTES", "Manifest", "ManifestEntry", "parse_manifest"]
+__all__ = [
+    "MAX_MANIFEST_BYTES",
+    "Manifest",
+    "ManifestEntry",
+    "entry_is_secret",
+    "parse_manifest",
+    "read_manifest",
+]
 
 MAX_MANIFEST_BYTES = 256 * 1024
 
 ENV_SECTIONS: tuple[str, ...] = ("requires_env", "optional_env")
 COUNTED_CATEGORIES: frozenset[str | None] = frozenset({None, "messaging"})
+PLATFORM_KIND = "platform"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +75,16 @@ class ManifestEntry:
     @property
     def is_secret(self) -> bool:
         """Explicitly secret, or secret-suffixed and not ``secret: false`` (counting entries)."""
-        if not self.counts:
-            return False
-        if self.secret is not None:
-            return self.secret
-        return has_secret_suffix(self.name)
+        return entry_is_secret(self.name, self.secret, self.category)
+
+
+def entry_is_secret(name: str, secret: bool | None, category: str | None) -> bool:
+    """``ManifestEntry.is_secret`` for an entry's parts (the scan reads ``RawEntry`` tuples)."""
+    if category not in COUNTED_CATEGORIES:
+        return False
+    if secret is not None:
+        return secret
+    return has_secret_suffix(name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +99,7 @@ class Manifest:
     @property
     def is_platform(self) -> bool:
         """True when the manifest says ``kind: platform``."""
-        return self.kind == "platform"
+        return self.kind == PLATFORM_KIND
 
 
 class _Entry(NamedTuple):
@@ -90,14 +108,56 @@ class _Entry(NamedTuple):
     category: str | None
 
 
+_EntryParts = tuple[str, bool | None, str | None]  # an _Entry, or a plain tuple of its parts
+
+
 class _Checked(NamedTuple):
     name: str | None
     kind: str | None
-    sections: Mapping[str, Sequence[_Entry]]
+    sections: Mapping[str, Sequence[_EntryParts]]
+
+
+_YAML_TYPE_NAMES = {
+    "str": "string",
+    "int": "integer",
+    "float": "float",
+    "bool": "boolean",
+    "NoneType": "null",
+    "list": "sequence",
+    "dict": "mapping",
+    "datetime": "timestamp",
+    "date": "date",
+}
+
+
+def yaml_type_name(value: object) -> str:
+    """The YAML word for a value's type (``string``, ``integer``, ``mapping``…); never the value."""
+    name = type(value).__name__
+    return _YAML_TYPE_NAMES.get(name, name)
+
+
+def render_path(path: tuple[object, ...]) -> str:
+    """``("requires_env", 2, "secret")`` → ``requires_env[2].secret``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int) and not isinstance(part, bool):
+            out += f"[{part}]"
+        elif isinstance(part, str):
+            out += f".{part}" if out else part
+        else:
+            out += f"[<{yaml_type_name(part)} key>]"
+    return out
+
+
+# One search for what ``env_name_problem`` refuses: ``=``, NUL, or a character
+# ``str.isspace`` calls whitespace (re's ``\s`` is that same Unicode test).
+_NOT_IN_A_NAME = re.compile(r"[=\x00\s]")
 
 
 def env_name_problem(name: str) -> str | None:
     """Why ``name`` cannot be an environment variable name, or None when it can."""
+    if name and _NOT_IN_A_NAME.search(name) is None:
+        return None
     if not name:
         return "is empty"
     if "=" in name:
@@ -173,6 +233,69 @@ def _validator() -> Callable[[object], _Checked]:
     return validate
 
 
+# The type each entry field must have when present and not null (strict: no coercion).
+_ENTRY_TYPES: Mapping[object, type] = {
+    "name": str,
+    "description": str,
+    "url": str,
+    "prompt": str,
+    "category": str,
+    "secret": bool,
+    "password": bool,
+}
+
+
+def _fine_name(name: str) -> bool:
+    """``env_name_problem(name) is None``, with no regex for an ASCII identifier."""
+    if name.isascii() and name.isidentifier():
+        return True  # letters, digits and "_": no "=", NUL or whitespace
+    return bool(name) and _NOT_IN_A_NAME.search(name) is None
+
+
+def _fast_check(root: dict[object, object]) -> _Checked | None:
+    """What the pydantic models make of a well-formed manifest; None for anything else.
+
+    It accepts only what ``_validator()`` accepts, with the same result: exact
+    ``str``/``bool``/``list``/``dict`` types (strict mode), valid names, agreeing
+    flags. Any doubt returns None and the models decide (and word the error).
+    """
+    name, kind = root.get("name"), root.get("kind")
+    if (name is not None and type(name) is not str) or (kind is not None and type(kind) is not str):
+        return None
+    sections: dict[str, Sequence[_EntryParts]] = {}
+    for section in ENV_SECTIONS:
+        items = root.get(section)
+        if items is None:
+            sections[section] = ()
+            continue
+        if type(items) is not list:
+            return None
+        entries: list[_EntryParts] = []
+        for item in items:
+            if type(item) is str:
+                if not _fine_name(item):
+                    return None
+                entries.append((item, None, None))
+                continue
+            if type(item) is not dict:
+                return None
+            for key, value in item.items():
+                want = _ENTRY_TYPES.get(key)
+                if want is not None and value is not None and type(value) is not want:
+                    return None
+            entry_name = item.get("name")
+            if entry_name is None or not _fine_name(entry_name):
+                return None
+            secret, password = item.get("secret"), item.get("password")
+            if secret is None:
+                secret = password
+            elif password is not None and password is not secret:
+                return None
+            entries.append((entry_name, secret, item.get("category")))
+        sections[section] = entries
+    return _Checked(name, kind, sections)
+
+
 _MESSAGES = {
     "missing": "is required",
     "string_type": "must be a string, got {got}",
@@ -192,8 +315,6 @@ def _locate(doc: Document, loc: tuple[int | str, ...]) -> tuple[str, int | None]
     on into a scalar (a bare-string entry checked as ``.name``), the field
     stops at the scalar: ``requires_env[3]`` rather than ``requires_env[3].name``.
     """
-    from envscope._manifest_yaml import render_path
-
     node: object = doc.root
     depth = 0
     for part in loc:
@@ -207,8 +328,6 @@ def _locate(doc: Document, loc: tuple[int | str, ...]) -> tuple[str, int | None]
 
 
 def _error(doc: Document, path: str, errors: Sequence[ErrorDetails]) -> ManifestError:
-    from envscope._manifest_yaml import yaml_type_name
-
     located = []
     for err in errors:
         loc = tuple(err["loc"])
@@ -230,15 +349,17 @@ def _error(doc: Document, path: str, errors: Sequence[ErrorDetails]) -> Manifest
     return ManifestError(path, message, line=line, field=field or None)
 
 
-def parse_manifest(data: bytes, path: str) -> Manifest:
-    """Parse and validate manifest bytes read from ``path``.
+RawEntry = tuple[str, str, int, int | None, bool | None, str | None]
+"""An entry as ``read_manifest`` gives it: (name, section, index, line, secret, category)."""
 
-    Raises ``ManifestError`` (naming ``path``, the line where known and the
-    field path) for anything unreadable, unparsable or invalid.
+
+def read_manifest(data: bytes, path: str) -> tuple[str | None, str | None, list[RawEntry]]:
+    """``parse_manifest`` without building the frozen objects: (name, kind, entries).
+
+    For the scan, which reads every manifest of a home: the same checks and the
+    same ``ManifestError``; each entry as a ``RawEntry`` tuple.
     """
-    from pydantic import ValidationError
-
-    from envscope._manifest_yaml import read_document, yaml_type_name
+    from envscope._manifest_yaml import read_document
 
     path = str(path)
     doc = read_document(bytes(data), path)
@@ -250,19 +371,32 @@ def parse_manifest(data: bytes, path: str) -> Manifest:
             f"a manifest must be a mapping, got {yaml_type_name(doc.root)}",
             line=doc.lines.get(()),
         )
-    try:
-        checked = _validator()(doc.root)
-    except ValidationError as exc:
-        raise _error(doc, path, exc.errors(include_url=False)) from None
-    entries = tuple(
-        ManifestEntry(
-            name=entry.name,
-            field=f"{section}[{index}]",
-            line=doc.lines.get((section, index)),
-            secret=entry.secret,
-            category=entry.category,
-        )
+    checked = _fast_check(doc.root)
+    if checked is None:  # not the common shape: the pydantic models decide, and word the error
+        from pydantic import ValidationError
+
+        try:
+            checked = _validator()(doc.root)
+        except ValidationError as exc:
+            raise _error(doc, path, exc.errors(include_url=False)) from None
+    lines = doc.lines
+    entries = [
+        (name, section, index, lines.get((section, index)), secret, category)
         for section in ENV_SECTIONS
-        for index, entry in enumerate(checked.sections[section])
+        for index, (name, secret, category) in enumerate(checked.sections[section])
+    ]
+    return checked.name, checked.kind, entries
+
+
+def parse_manifest(data: bytes, path: str) -> Manifest:
+    """Parse and validate manifest bytes read from ``path``.
+
+    Raises ``ManifestError`` (naming ``path``, the line where known and the
+    field path) for anything unreadable, unparsable or invalid.
+    """
+    name, kind, raw = read_manifest(data, path)
+    entries = tuple(
+        ManifestEntry(entry, f"{section}[{index}]", line, secret, category)
+        for entry, section, index, line, secret, category in raw
     )
-    return Manifest(path=path, name=checked.name, kind=checked.kind, entries=entries)
+    return Manifest(path=str(path), name=name, kind=kind, entries=entries)

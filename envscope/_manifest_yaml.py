@@ -17,6 +17,10 @@ lets us refuse what a manifest has no use for before any of it is built:
 
 Every error is a ``ManifestError`` naming the file, the line where known and
 the field path; no message ever repeats a value of the document.
+
+A plain block manifest (most of them) is read faster by ``_read_block``, line
+by line; only when libyaml parses the text into as many events is that read
+kept. Anything else, and every error, is ``_Composer``'s.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import yaml
 from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
-from envscope._manifest_schema import MAX_MANIFEST_BYTES
+from envscope._manifest_schema import MAX_MANIFEST_BYTES, render_path, yaml_type_name
 from envscope.errors import ManifestError
 
 __all__ = [
@@ -67,6 +71,7 @@ _WIDE_BOMS = (
 _NON_PRINTABLE = re.compile(
     "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
 )
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n\r"  # the ASCII part of the above
 # PyYAML's pure-Python messages quote a character or a tag from the document: redact it.
 _QUOTED = re.compile(r"'(?!<)[^']{3,}'|\"[^\"]{3,}\"")
 
@@ -86,37 +91,6 @@ _SCALAR_CONSTRUCTORS: Mapping[str, Callable[[SafeConstructor, yaml.ScalarNode], 
     _FLOAT: SafeConstructor.construct_yaml_float,
     _TIMESTAMP: SafeConstructor.construct_yaml_timestamp,
 }
-
-_YAML_TYPE_NAMES = {
-    "str": "string",
-    "int": "integer",
-    "float": "float",
-    "bool": "boolean",
-    "NoneType": "null",
-    "list": "sequence",
-    "dict": "mapping",
-    "datetime": "timestamp",
-    "date": "date",
-}
-
-
-def yaml_type_name(value: object) -> str:
-    """The YAML word for a value's type (``string``, ``integer``, ``mapping``…); never the value."""
-    name = type(value).__name__
-    return _YAML_TYPE_NAMES.get(name, name)
-
-
-def render_path(path: NodePath) -> str:
-    """``("requires_env", 2, "secret")`` → ``requires_env[2].secret``."""
-    out = ""
-    for part in path:
-        if isinstance(part, int) and not isinstance(part, bool):
-            out += f"[{part}]"
-        elif isinstance(part, str):
-            out += f".{part}" if out else part
-        else:
-            out += f"[<{yaml_type_name(part)} key>]"
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +122,8 @@ def decode_manifest(data: bytes, path: str) -> str:
         raise ManifestError(
             path, f"manifest is larger than {MAX_MANIFEST_BYTES} bytes ({len(data)} bytes)"
         )
+    if data.isascii() and not data.translate(None, _PRINTABLE_ASCII):
+        return data.decode("ascii")  # the common case, in one pass: no BOM, NUL or control
     if data.startswith(_UTF8_BOM):
         data = data[len(_UTF8_BOM) :]
     for bom, encoding in _WIDE_BOMS:
@@ -305,6 +281,199 @@ class _Composer:
             raise self.fail(f"scalar is not a valid !!{tag[len(_STD) :]}", line, here) from None
 
 
+# -- the block reader: most manifests, line by line, without an object per parser event --------
+# A line is blank, a comment, or its indentation, an optional "- ", then ``key:`` and
+# maybe a value, or a value: a one-line plain scalar of a safe ASCII alphabet (no "#",
+# no ": ", no leading indicator), a quoted scalar with nothing to unescape, or "[]"/"{}".
+# Any other line, or one not indented where a block goes on, gives the document up to
+# ``_Composer``. ``_LINES`` matches no line break, so ``findall`` gives one row per line
+# exactly when all are of the shape; backtracking is linear (each run of one character
+# class ends at a character outside it). The caller keeps a document read this way only
+# when libyaml parses the text into as many events.
+_PLAIN_INNER = r"[A-Za-z0-9_./~()+=',!?@%\"$&*;<>|^-]"  # neither ":", "#" nor " "
+_ONE_VALUE = (
+    r"[A-Za-z0-9_./~(+]" + _PLAIN_INNER + r"*(?:(?::|[ ]+)" + _PLAIN_INNER + r"+)*"
+    r"|'[ -&(-~]*'|\"[ !#-\[\]-~]*\"|\[\]|\{\}"  # quoted: printable ASCII, no escapes
+)
+_LINES = re.compile(
+    r"^( *)(?:(-[ ]+)?(?:([A-Za-z_][A-Za-z0-9_-]{0,127}):(?:[ ]+(" + _ONE_VALUE + r"))?"
+    r"|(" + _ONE_VALUE + r"))(?:[ ]+#[^\n]*)?[ ]*|#[^\n]*)?$",
+    re.MULTILINE,
+)
+_NOT_PLAIN = "'\"[{"  # how a quoted value or an empty flow collection starts
+_BLOCK_DEPTH = 32
+_GAVE_UP = object()
+_NO_KEY = object()
+_CONSTRUCTOR = SafeConstructor()
+_Resolvers = list[tuple[str, re.Pattern[str]]]
+
+
+def _construct_plain(value: str, resolvers: _Resolvers) -> object:
+    """A plain scalar, given its first character's implicit resolvers, as ``_Composer`` reads it.
+
+    ``_GAVE_UP`` when its constructor fails (``_Composer`` then words the error).
+    """
+    for resolved, regexp in resolvers:
+        if regexp.match(value):
+            tag = resolved
+            break
+    else:
+        return value
+    if tag == _BOOL:  # what construct_yaml_bool returns, without building a node
+        return _CONSTRUCTOR.bool_values[value.lower()]
+    if tag == _NULL:
+        return None
+    construct = _SCALAR_CONSTRUCTORS.get(tag)
+    if construct is None:  # the merge (<<) and value (=) keys read as plain strings
+        return value
+    try:
+        return construct(_CONSTRUCTOR, yaml.ScalarNode(tag, value))
+    except (ValueError, KeyError, IndexError, OverflowError):
+        return _GAVE_UP
+
+
+def _read_block(text: str) -> tuple[Document, int] | None:
+    """The document of a plain block manifest and its number of parser events; else None."""
+    implicit: dict[object, _Resolvers] = _RESOLVER.yaml_implicit_resolvers
+    if (
+        None in implicit
+        or _RESOLVER.yaml_path_resolvers
+        or not implicit.keys().isdisjoint(_NOT_PLAIN)
+    ):
+        return None  # a resolver table changed at run time: leave it all to _Composer
+    if not text.isascii() or "\t" in text or "\r" in text:
+        return None
+    if text.startswith("---"):  # an explicit document start, alone on the first line
+        first, newline, rest = text.partition("\n")
+        if first.rstrip(" ") != "---":
+            return None
+        text = newline + rest
+    rows: list[tuple[str, str, str, str, str]] = _LINES.findall(text)
+    if len(rows) != text.count("\n") + 1:
+        return None  # some line is of another shape
+    null: object = _NO_KEY  # a key with no value, read when first needed
+    names: dict[str, object] = {}  # keys as read ("name" is in every entry)
+    lines: dict[NodePath, int] = {}
+    stack: list[tuple[int, Any, NodePath, dict[object, int] | None]] = []
+    mappings: list[dict[object, int]] = []  # the key lines of each mapping
+    top: Any = None  # the innermost open collection, with its column, path, key lines
+    top_col = -1
+    top_path: NodePath = ()
+    keys: dict[object, int] | None = None
+    pending: object = _NO_KEY  # a key of ``top`` still waiting for its value
+    pending_line = 0
+    extra = 4  # events besides one per node and one per key: stream and document
+    # start and end, and one more per collection (its end)
+    for number, (indent, dash, key, inline, value) in enumerate(rows, 1):
+        if not key:
+            if not value:
+                continue  # blank, or a comment
+            if not dash:
+                return None  # a bare value: a multi-line or a top-level scalar
+        col = len(indent)
+        if pending is not _NO_KEY:
+            path: NodePath = (*top_path, pending)
+            lines[path] = pending_line
+            if col > top_col or (dash and col == top_col):  # a block under the key
+                if len(stack) >= _BLOCK_DEPTH:
+                    return None
+                new: Any = [] if dash else {}
+                top[pending] = new
+                stack.append((top_col, top, top_path, keys))
+                top_col, top, top_path, keys = col, new, path, None if dash else {}
+                if keys is not None:
+                    mappings.append(keys)
+                extra += 1
+            else:
+                if null is _NO_KEY:
+                    null = _construct_plain("", implicit.get("", []))
+                top[pending] = null
+            pending = _NO_KEY
+        while col < top_col:
+            top_col, top, top_path, keys = stack.pop()
+        if col != top_col:
+            if top is not None or col or dash:
+                return None
+            top, top_col, keys = {}, 0, {}  # the root mapping
+            mappings.append(keys)
+            lines[()] = number
+            extra += 1
+        if keys is None:  # in a sequence
+            if not dash:  # its end, when it is indented like its key
+                top_col, top, top_path, keys = stack.pop()
+                if col != top_col or keys is None:
+                    return None
+        elif dash:
+            return None  # an entry where a key belongs
+        if dash:
+            path = (*top_path, len(top))
+            lines[path] = number
+            if key:  # "- key: …" opens a mapping in the sequence
+                if len(stack) >= _BLOCK_DEPTH:
+                    return None
+                new = {}
+                top.append(new)
+                stack.append((top_col, top, top_path, keys))
+                top_col, top, top_path, keys = col + len(dash), new, path, {}
+                mappings.append(keys)
+                extra += 1
+        if key:
+            name: object = key
+            if key[0] in implicit:  # it may read as something else: true, null…
+                name = names.get(key, _NO_KEY)
+                if name is _NO_KEY:
+                    name = names[key] = _construct_plain(key, implicit[key[0]])
+            if name is _GAVE_UP or name in keys:  # type: ignore[operator]
+                return None
+            keys[name] = number  # type: ignore[index]
+            if not inline:
+                pending, pending_line = name, number
+                continue
+            value = inline
+            path = (*top_path, name)
+            lines[path] = number
+        first = value[0]
+        if first not in _NOT_PLAIN:
+            resolvers = implicit.get(first)
+            item = _construct_plain(value, resolvers) if resolvers else value
+            if item is _GAVE_UP:
+                return None
+        elif first == "[" or first == "{":
+            item = [] if first == "[" else {}
+            extra += 1
+        else:
+            item = value[1:-1]
+        if key:
+            top[name] = item
+        else:
+            top.append(item)
+    if top is None:
+        return None
+    if pending is not _NO_KEY:
+        top[pending] = _construct_plain("", implicit.get("", []))
+        path = (*top_path, pending)
+        lines[path] = pending_line
+    root = stack[0][1] if stack else top
+    return Document(root=root, lines=lines), extra + len(lines) + sum(map(len, mappings))
+
+
+try:
+    from yaml._yaml import CParser as _CParser
+except ImportError:  # PyYAML without libyaml: no block reader
+    _CParser = None  # type: ignore[assignment, misc]
+
+_LIBYAML = getattr(yaml, "CSafeLoader", None)
+
+
+def _libyaml_events(text: str) -> int:
+    """How many events libyaml parses ``text`` into (in C, building no object); -1 on an error."""
+    try:
+        count: int = _CParser(text).raw_parse()
+    except yaml.YAMLError:
+        return -1
+    return count
+
+
 def _redact(text: str) -> str:
     return _QUOTED.sub("'…'", text)
 
@@ -312,7 +481,12 @@ def _redact(text: str) -> str:
 def read_document(data: bytes, path: str) -> Document:
     """Decode and compose manifest bytes; raise ``ManifestError`` on anything unreadable."""
     text = decode_manifest(data, path)
-    loader = _loader_class()(text)
+    loader_class = _loader_class()
+    if loader_class is _LIBYAML and _LIBYAML is not None:
+        block = _read_block(text)
+        if block is not None and _libyaml_events(text) == block[1]:
+            return block[0]
+    loader = loader_class(text)
     try:
         return _Composer(path).run(loader)
     except RecursionError:
