@@ -296,7 +296,9 @@ def warm_figures(cfg: Config, catalog: Catalog, w1: Workload) -> list[Figure]:
             with naive_host.routed(home):
                 return naive_host.build_subprocess_env(base)
 
-        pair = interleaved({"naive": naive, "warm": warm}, cfg.naive_calls, warmup=2)
+        pair = interleaved(
+            {"naive": naive, "warm": warm, "floor": floor}, cfg.naive_calls, warmup=2
+        )
         figures.append(
             ratio_figure(
                 "w1_naive_vs_warm",
@@ -306,6 +308,16 @@ def warm_figures(cfg: Config, catalog: Catalog, w1: Workload) -> list[Figure]:
                 "warm",
                 50.0,
                 at_most=False,
+            )
+        )
+        figures.append(  # naive/warm can be at most this: warm never beats the floor
+            ratio_figure(
+                "w1_naive_vs_floor",
+                "  naive / floor (the most naive / warm can be)",
+                pair,
+                "naive",
+                "floor",
+                None,
             )
         )
     return figures
@@ -498,23 +510,36 @@ def thread_figures(cfg: Config, catalog: Catalog, w2: Workload) -> list[Figure]:
         "rounds": cfg.thread_rounds,
         "cpus": os.cpu_count(),
     }
+    # The target is on the relative figure: a warm build is mostly lstat calls, each of
+    # which hands the GIL to a waiting thread, so the bare floor itself loses throughput
+    # with 8 threads (about half of it on a 2-vCPU VM). What envscope must not add is a
+    # convoy of its own: its 8/1 ratio must stay within 80% of the floor's.
     return [
         Figure(
             "threads_8_vs_1",
             "8 threads x 8 homes (W2): throughput / 1 thread",
             raw,
             "x",
-            ">= 0.8x",
-            raw >= 0.8,
+            "",
+            None,
             {**detail, "floor_ratio_8_vs_1": floor_raw},
         ),
         Figure(
-            "threads_vs_floor",
-            "  the same, relative to the floor's own 8/1 ratio",
-            relative,
+            "threads_floor_8_vs_1",
+            "  the floor's own 8 threads / 1 thread",
+            floor_raw,
             "x",
             "",
             None,
+            detail,
+        ),
+        Figure(
+            "threads_vs_floor",
+            "  envscope's 8/1 ratio relative to the floor's",
+            relative,
+            "x",
+            ">= 0.8x",
+            relative >= 0.8,
             detail,
         ),
     ]
