@@ -514,13 +514,15 @@ class _Builder:
         if not (root.kind.is_platform or kind == PLATFORM_KIND):
             return Parsed(False, "", ())
         secrets: dict[str, Declaration] = {}
+        dirname, manifest = cand.dirname, cand.manifest
         for entry, _, _, line, secret, category in entries:
             if not entry_is_secret(entry, secret, category):
                 continue
-            origin = Origin(OriginKind.MANIFEST, cand.dirname, path=cand.manifest, line=line)
             name = norm(entry)
-            secrets.setdefault(name, Declaration(name, Tier.TIER1, origin))
-        return Parsed(True, _plugin_prefix(cand.dirname), tuple(secrets.values()))
+            if name not in secrets:  # the first declaration of a name is kept
+                origin = Origin(OriginKind.MANIFEST, dirname, path=manifest, line=line)
+                secrets[name] = Declaration(name, Tier.TIER1, origin)
+        return Parsed(True, _plugin_prefix(dirname), tuple(secrets.values()))
 
 
 def scan(

@@ -259,12 +259,14 @@ def _fast_check(root: dict[object, object]) -> _Checked | None:
     ``str``/``bool``/``list``/``dict`` types (strict mode), valid names, agreeing
     flags. Any doubt returns None and the models decide (and word the error).
     """
-    name, kind = root.get("name"), root.get("kind")
+    get = root.get
+    name, kind = get("name"), get("kind")
     if (name is not None and type(name) is not str) or (kind is not None and type(kind) is not str):
         return None
     sections: dict[str, Sequence[_EntryParts]] = {}
+    types = _ENTRY_TYPES
     for section in ENV_SECTIONS:
-        items = root.get(section)
+        items = get(section)
         if items is None:
             sections[section] = ()
             continue
@@ -272,16 +274,15 @@ def _fast_check(root: dict[object, object]) -> _Checked | None:
             return None
         entries: list[_EntryParts] = []
         for item in items:
-            if type(item) is str:
-                if not _fine_name(item):
+            if type(item) is str:  # a bare name; an ASCII identifier is fine without a call
+                if not (item.isascii() and item.isidentifier()) and not _fine_name(item):
                     return None
                 entries.append((item, None, None))
                 continue
             if type(item) is not dict:
                 return None
             for key, value in item.items():
-                want = _ENTRY_TYPES.get(key)
-                if want is not None and value is not None and type(value) is not want:
+                if value is not None and key in types and type(value) is not types[key]:
                     return None
             entry_name = item.get("name")
             if entry_name is None or not _fine_name(entry_name):

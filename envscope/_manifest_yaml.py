@@ -26,6 +26,7 @@ kept. Anything else, and every error, is ``_Composer``'s.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -292,14 +293,16 @@ class _Composer:
 # when libyaml parses the text into as many events.
 _PLAIN_INNER = r"[A-Za-z0-9_./~()+=',!?@%\"$&*;<>|^-]"  # neither ":", "#" nor " "
 _ONE_VALUE = (
-    r"[A-Za-z0-9_./~(+]" + _PLAIN_INNER + r"*(?:(?::|[ ]+)" + _PLAIN_INNER + r"+)*"
-    r"|'[ -&(-~]*'|\"[ !#-\[\]-~]*\"|\[\]|\{\}"  # quoted: printable ASCII, no escapes
+    r"[A-Za-z0-9_./~(+]" + _PLAIN_INNER + r"*+(?:(?::|[ ]++)" + _PLAIN_INNER + r"++)*+"
+    r"|'[ -&(-~]*+'|\"[ !#-\[\]-~]*+\"|\[\]|\{\}"  # quoted: printable ASCII, no escapes
 )
-_LINES = re.compile(
-    r"^( *)(?:(-[ ]+)?(?:([A-Za-z_][A-Za-z0-9_-]{0,127}):(?:[ ]+(" + _ONE_VALUE + r"))?"
-    r"|(" + _ONE_VALUE + r"))(?:[ ]+#[^\n]*)?[ ]*|#[^\n]*)?$",
-    re.MULTILINE,
+_LINES_PATTERN = (  # possessive (*+, ++) only where what follows is never a character given back
+    r"^( *+)(?:(-[ ]++)?(?:([A-Za-z_][A-Za-z0-9_-]{0,127}+):(?:[ ]++(" + _ONE_VALUE + r"))?"
+    r"|(" + _ONE_VALUE + r"))(?:[ ]+#[^\n]*+)?[ ]*+|#[^\n]*+)?$"
 )
+if sys.version_info < (3, 11):  # no possessive quantifiers: the same lines, with backtracking
+    _LINES_PATTERN = _LINES_PATTERN.replace("*+", "*").replace("++", "+").replace("}+", "}")
+_LINES = re.compile(_LINES_PATTERN, re.MULTILINE)
 _NOT_PLAIN = "'\"[{"  # how a quoted value or an empty flow collection starts
 _BLOCK_DEPTH = 32
 _GAVE_UP = object()
@@ -389,23 +392,19 @@ def _read_block(text: str) -> tuple[Document, int] | None:
                     null = _construct_plain("", implicit.get("", []))
                 top[pending] = null
             pending = _NO_KEY
-        while col < top_col:
-            top_col, top, top_path, keys = stack.pop()
         if col != top_col:
-            if top is not None or col or dash:
-                return None
-            top, top_col, keys = {}, 0, {}  # the root mapping
-            mappings.append(keys)
-            lines[()] = number
-            extra += 1
-        if keys is None:  # in a sequence
-            if not dash:  # its end, when it is indented like its key
+            while col < top_col:
                 top_col, top, top_path, keys = stack.pop()
-                if col != top_col or keys is None:
+            if col != top_col:
+                if top is not None or col or dash:
                     return None
-        elif dash:
-            return None  # an entry where a key belongs
+                top, top_col, keys = {}, 0, {}  # the root mapping
+                mappings.append(keys)
+                lines[()] = number
+                extra += 1
         if dash:
+            if keys is not None:
+                return None  # an entry where a key belongs
             path = (*top_path, len(top))
             lines[path] = number
             if key:  # "- key: …" opens a mapping in the sequence
@@ -417,6 +416,10 @@ def _read_block(text: str) -> tuple[Document, int] | None:
                 top_col, top, top_path, keys = col + len(dash), new, path, {}
                 mappings.append(keys)
                 extra += 1
+        elif keys is None:  # a key ends a sequence indented like its own key
+            top_col, top, top_path, keys = stack.pop()
+            if col != top_col or keys is None:
+                return None
         if key:
             name: object = key
             if key[0] in implicit:  # it may read as something else: true, null…
@@ -432,14 +435,15 @@ def _read_block(text: str) -> tuple[Document, int] | None:
             value = inline
             path = (*top_path, name)
             lines[path] = number
-        first = value[0]
-        if first not in _NOT_PLAIN:
-            resolvers = implicit.get(first)
-            item = _construct_plain(value, resolvers) if resolvers else value
+        resolvers = implicit.get(value[0])
+        if resolvers:
+            item = _construct_plain(value, resolvers)
             if item is _GAVE_UP:
                 return None
-        elif first == "[" or first == "{":
-            item = [] if first == "[" else {}
+        elif value[0] not in _NOT_PLAIN:
+            item = value
+        elif value[0] == "[" or value[0] == "{":
+            item = [] if value[0] == "[" else {}
             extra += 1
         else:
             item = value[1:-1]

@@ -11,6 +11,8 @@ the profile chosen in ``conftest.py``.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import yaml
 from hypothesis import event, example, given
@@ -18,6 +20,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 import envscope._manifest_schema as manifest_schema
+import envscope._manifest_yaml as manifest_yaml
 from tests.test_manifest_parse_fast import (
     PLANTED,
     TRICKY_SCALARS,
@@ -203,3 +206,19 @@ def test_fast_check_never_accepts_what_the_models_reject(root: dict[object, obje
     )
     if fast is not None:
         assert checked_repr(fast) == checked_repr(slow)
+
+
+# The line pattern with every possessive quantifier made greedy again: the plain
+# backtracking form the block reader's grammar was first written in.
+BACKTRACKING_LINES = re.compile(
+    manifest_yaml._LINES.pattern.replace("*+", "*").replace("++", "+").replace("}+", "}"),
+    re.MULTILINE,
+)
+LINE_TEXT = st.text(st.sampled_from(" -:#'\"[]{}aZ_0.~(+,!*\n"), max_size=40)
+
+
+@given(st.one_of(LINE_TEXT, manifests(odd=False), manifests(odd=True)))
+def test_possessive_line_pattern_matches_as_backtracking_would(text: str) -> None:
+    """The possessive quantifiers in ``_LINES`` never change what a line matches."""
+    assert "*+" not in BACKTRACKING_LINES.pattern
+    assert manifest_yaml._LINES.findall(text) == BACKTRACKING_LINES.findall(text)
