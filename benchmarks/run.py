@@ -64,8 +64,8 @@ FULL = Config(
     naive_calls=25,
     cold_reps={10: 40, 100: 15, 1000: 7},
     w2_homes=100,
-    thread_builds=20,
-    thread_rounds=5,
+    thread_builds=30,
+    thread_rounds=9,  # a ratio of two throughput ratios: more rounds, a steadier median
     import_runs=9,
 )
 QUICK = Config(
