@@ -134,24 +134,22 @@ def sanitize(
     return from_entries(out)
 
 
-def _filter_base(entries: Entries, base_filter: BaseFilter | None, trace: Trace | None) -> Entries:
+def _filter_base(entries: Entries, base_filter: BaseFilter, trace: Trace | None) -> Entries:
     """Stage 4 (a) and (b): the surface filter, and force-prefixed keys of the base dropped."""
     out: Entries = {}
     for up, item in entries.items():
-        if base_filter is not None:
-            rejected = base_filter.reject(up)
-            if rejected is not None:
-                if trace is not None:
-                    origin = None if rejected is Reason.NOT_ALLOWLISTED else base_filter.origin
-                    record = trace.record
-                    record(
-                        item[0], Action.STRIPPED, Stage.SANITIZE, rejected, origin, value=item[1]
-                    )
-                continue
-            if trace is not None and base_filter.included(up):
-                origin = base_filter.origin
-                reason = Reason.INCLUDED
-                trace.record(item[0], Action.KEPT, Stage.SANITIZE, reason, origin, value=item[1])
+        rejected = base_filter.reject(up)
+        if rejected is not None:
+            if trace is not None:
+                origin = None if rejected is Reason.NOT_ALLOWLISTED else base_filter.origin
+                trace.record(
+                    item[0], Action.STRIPPED, Stage.SANITIZE, rejected, origin, value=item[1]
+                )
+            continue
+        if trace is not None and base_filter.included(up):
+            origin = base_filter.origin
+            reason = Reason.INCLUDED
+            trace.record(item[0], Action.KEPT, Stage.SANITIZE, reason, origin, value=item[1])
         if _is_forced(up):
             if trace is not None:
                 reason = Reason.FORCE_PREFIX_IN_BASE
@@ -234,10 +232,8 @@ def _strip_tiers(
     stripped: StrippedSecrets | None,
 ) -> None:
     declaration = policy.declaration
-    for up in [up for up in out if declaration(up) is not None]:
-        decl = declaration(up)
-        if decl is None:  # a policy is immutable: never, but mypy cannot know
-            continue
+    declared = [(up, decl) for up in out if (decl := declaration(up)) is not None]
+    for up, decl in declared:
         if decl.tier is Tier.TIER2 and inherit_credentials:
             if trace is not None:
                 key, value = out[up]
