@@ -22,10 +22,8 @@ build).
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
-from envscope._declarations import Origin, _Record
-from envscope._residue_rule import ResidueRule
+from envscope._declarations import EMPTY_MAPPING, Origin, _Record
+from envscope._residue_rule import ResidueRule, same_objects
 
 TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
@@ -37,8 +35,6 @@ if TYPE_CHECKING:
 __all__ = ["Binding", "BuildMemo"]
 
 _set = object.__setattr__
-_NO_VALUES: Mapping[str, str] = MappingProxyType({})
-_NO_ORIGINS: Mapping[str, Origin] = MappingProxyType({})
 
 
 class _Built:
@@ -74,12 +70,7 @@ class BuildMemo:
     ) -> tuple[dict[str, str], Recording | None] | None:
         """A copy of the child built for ``shape`` from these very inputs (and its decisions)."""
         built = self._built.get(shape)
-        if built is None or len(built.same) != len(same):
-            return None
-        for old, new in zip(built.same, same, strict=True):
-            if old is not new:
-                return None
-        if built.equal != equal:
+        if built is None or not same_objects(built.same, same) or built.equal != equal:
             return None
         return dict(built.child), built.recording
 
@@ -140,11 +131,11 @@ class Binding(_Record):
         self,
         home: str,
         routed: bool,
-        scope: Mapping[str, str] = _NO_VALUES,
-        scope_origins: Mapping[str, Origin] = _NO_ORIGINS,
+        scope: Mapping[str, str] = EMPTY_MAPPING,
+        scope_origins: Mapping[str, Origin] = EMPTY_MAPPING,
         source_names: frozenset[str] = frozenset(),
         residue: frozenset[str] = frozenset(),
-        residue_origins: Mapping[str, Origin] = _NO_ORIGINS,
+        residue_origins: Mapping[str, Origin] = EMPTY_MAPPING,
         launch_policy: SecretPolicy | None = None,
     ) -> None:
         _set(self, "home", home)

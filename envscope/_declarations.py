@@ -18,8 +18,12 @@ from types import MappingProxyType
 TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import NoReturn
 
 SECRET_SUFFIXES: tuple[str, ...] = ("_TOKEN", "_SECRET", "_KEY", "_PASSWORD", "_JSON")
+
+EMPTY_MAPPING: Mapping[str, NoReturn] = MappingProxyType({})
+"""The one empty read-only mapping, a default for any ``Mapping[str, ...]`` field."""
 
 
 def norm(name: str) -> str:
@@ -171,10 +175,6 @@ class Declaration(_Record):
         _set(self, "origin", origin)
 
 
-_EMPTY: Mapping[str, Declaration] = MappingProxyType({})
-_NO_ORIGINS: Mapping[str, Origin] = MappingProxyType({})
-
-
 class HomeDeclarations(_Record):
     """What the plugin manifests of one home (plus the bundled root) declare.
 
@@ -204,9 +204,9 @@ class HomeDeclarations(_Record):
 
     def __init__(
         self,
-        secrets: Mapping[str, Declaration] = _EMPTY,
+        secrets: Mapping[str, Declaration] = EMPTY_MAPPING,
         plugin_prefixes: frozenset[str] = frozenset(),
-        deny_prefixes: Mapping[str, Origin] = _NO_ORIGINS,
+        deny_prefixes: Mapping[str, Origin] = EMPTY_MAPPING,
         complete: bool = True,
         problems: tuple[Problem, ...] = (),
         generation: int = 0,

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import stat
 from collections.abc import Mapping
 
@@ -59,7 +58,7 @@ MAX_EXPANDED_CHARS = 4 * MAX_DOTENV_BYTES
 """Most characters one file's values may hold after interpolation (all values together)."""
 
 _FREE_BLANK_RUN = 16
-_BLANK_RUN = re.compile(r"[^\S\r\n]+")
+_BLANK_RUN = r"[^\S\r\n]+"  # compiled on first use (``re`` caches it): ``Host`` imports this
 
 
 def _count_line_ends(text: str) -> int:
@@ -74,8 +73,10 @@ def _line_count(text: str) -> int:
 
 def _check_blank_runs(text: str, path: str) -> None:
     """Refuse text whose long blank runs would make python-dotenv's parser quadratic."""
+    import re
+
     cost = 0
-    for match in _BLANK_RUN.finditer(text):
+    for match in re.finditer(_BLANK_RUN, text):
         length = match.end() - match.start()
         if length <= _FREE_BLANK_RUN or text.startswith("#", match.end()):
             continue  # short, or ends in a comment: linear for python-dotenv

@@ -154,10 +154,8 @@ def finish_trace(
 ) -> None:
     """Close a traced build: ``kept`` for every untouched key, the warnings and the context."""
     ctx = trace.context
-    vectors, vector_prefixes = catalog.injection_names, catalog.injection_prefixes
     for key in trace.record_untouched(child, global_names):
-        up = key.upper()
-        if up in vectors or up.startswith(vector_prefixes):  # catalog.is_injection_vector
+        if catalog.is_injection_vector(key):
             ctx.warnings.append(
                 f"{key}: the launch env carries a name that changes how a child's "
                 "loader, shell or interpreter starts (kept: it was not introduced)"

@@ -274,8 +274,8 @@ def _fast_check(root: dict[object, object]) -> _Checked | None:
             return None
         entries: list[_EntryParts] = []
         for item in items:
-            if type(item) is str:  # a bare name; an ASCII identifier is fine without a call
-                if not (item.isascii() and item.isidentifier()) and not _fine_name(item):
+            if type(item) is str:  # a bare name
+                if not _fine_name(item):
                     return None
                 entries.append((item, None, None))
                 continue

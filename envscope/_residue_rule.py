@@ -19,13 +19,18 @@ if TYPE_CHECKING:
     from envscope._declarations import Declaration, Origin
     from envscope.policy import SecretPolicy
 
-__all__ = ["ResidueRule", "Verdict"]
+__all__ = ["ResidueRule", "Verdict", "same_objects"]
 
 Verdict = tuple[Reason, "Origin | None", "Declaration | None"]
 """Why stage 1 drops a name, where that came from, and the declaration (for the alias rule)."""
 
 _KEEP = None
 MAX_MEMO = 16_384  # names; a larger env still works, its extra names are decided per build
+
+
+def same_objects(old: Sequence[object], new: Sequence[object]) -> bool:
+    """True when two sequences hold the very same objects, in order (``is``, not ``==``)."""
+    return len(old) == len(new) and all(a is b for a, b in zip(old, new, strict=True))
 
 
 class ResidueRule:
@@ -87,7 +92,4 @@ class ResidueRule:
             return False
         if self.residue_origins is not residue_origins:
             return False
-        mine = self.policies
-        return len(mine) == len(policies) and all(
-            a is b for a, b in zip(mine, policies, strict=True)
-        )
+        return same_objects(self.policies, policies)

@@ -9,9 +9,7 @@ in ``envscope.stages``.
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
-from envscope._declarations import Origin, OriginKind, Tier, _Record, norm
+from envscope._declarations import EMPTY_MAPPING, Origin, OriginKind, Tier, _Record, norm
 from envscope.stages import (
     _CALLER,
     FORCE_PREFIX,
@@ -32,8 +30,6 @@ if TYPE_CHECKING:
     from envscope.trace import Trace
 
 __all__ = ["SanitizeOptions", "sanitize"]
-
-_NONE: Mapping[str, str] = MappingProxyType({})
 
 
 class SanitizeOptions(_Record):
@@ -77,14 +73,14 @@ class SanitizeOptions(_Record):
     def __init__(
         self,
         *,
-        extra: Mapping[str, str] = _NONE,
+        extra: Mapping[str, str] = EMPTY_MAPPING,
         inherit_credentials: bool = False,
         passthrough: Sequence[str] = (),
         passthrough_source: Entries | None = None,
         base_filter: BaseFilter | None = None,
         drop_shell_functions: bool = False,
-        pinned: Mapping[str, str] = _NONE,
-        surface_set: Mapping[str, str] = _NONE,
+        pinned: Mapping[str, str] = EMPTY_MAPPING,
+        surface_set: Mapping[str, str] = EMPTY_MAPPING,
         stripped: StrippedSecrets | None = None,
         refuse: Callable[[str], bool] | None = None,
     ) -> None:

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from envscope import stages
 from envscope._binding import Binding, BuildMemo
 from envscope._declarations import HomeDeclarations, Origin, OriginKind, norm
+from envscope._dotenv import read_dotenv
 from envscope._inputs import (
     DEFAULT_MAX_ENV_BYTES,
     WINDOWS,
@@ -133,8 +134,6 @@ class Host:
     def _read_managed(self) -> dict[str, str]:
         if self._managed_path is None:
             return {}
-        from envscope._dotenv import read_dotenv  # on first use: it loads re
-
         values = read_dotenv(self._managed_path, override=True, missing_ok=False)
         with self._lock:
             self._managed_values = values
@@ -145,8 +144,6 @@ class Host:
     def load_launch_env(self) -> None:
         """Load the launch ``.env`` (no override), secret sources, the managed file (override)."""
         environ = self._environ
-        from envscope._dotenv import read_dotenv  # on first use: it loads re
-
         values = read_dotenv(self._launch_dotenv_path(), environ=snapshot_env(environ))
         with self._lock:
             self._dotenv_keys.update(values)
@@ -202,8 +199,6 @@ class Host:
     def _residue(self) -> tuple[frozenset[str], dict[str, Origin]]:
         """Upper-cased residue names with where each came from (re-reads the launch .env keys)."""
         path = self._launch_dotenv_path()
-        from envscope._dotenv import read_dotenv  # on first use: it loads re
-
         current = read_dotenv(path, interpolate=False)
         origins: dict[str, Origin] = {}
         with self._lock:
@@ -218,8 +213,6 @@ class Host:
         dotenv_path = os.path.join(home, ".env")
         environ = snapshot_env(self._environ)
         outside = {k: v for k, v in environ.items() if norm(k) in self.global_names}
-        from envscope._dotenv import read_dotenv  # on first use: it loads re
-
         scope = read_dotenv(dotenv_path, environ=outside, override=True)
         origins = {norm(k): Origin(OriginKind.SCOPE, ".env", path=dotenv_path) for k in scope}
         names: set[str] = set()
@@ -376,40 +369,38 @@ class Host:
         memo: BuildMemo | None = self._memo if binding is None else binding.memo
         if binding is None and routed:
             memo = None  # the launch residue is re-read per build: nothing to compare
-        if memo is None:
-            return self._build(
-                snapshot, extras, binding, target, routed, policy, supplied, surface,
-                inherit_credentials, strip_launch_profile, passthrough, trace,
-            )  # fmt: skip
-        shape = (
-            surface,
-            inherit_credentials,
-            strip_launch_profile,
-            tuple(passthrough),
-            tuple(extras.items()),  # each MCP server's env block is its own shape
-            trace is not None,  # a traced build keeps its decisions too
-        )
-        same = (policy, self._managed_values, self._keep())
-        equal = (snapshot, supplied)
-        hit = memo.get(shape, same, equal)
-        if hit is not None:
-            child, recording = hit
-            if trace is not None and recording is not None:
-                trace.replay(recording)
-            return child
-        # A traced build records into a capturing trace (values where fingerprints go),
-        # kept in the memo and replayed into the caller's trace now and on each hit.
-        capture = None if trace is None else Trace(fingerprint=keep_value)
+        record_into = trace
+        if memo is not None:
+            shape = (
+                surface,
+                inherit_credentials,
+                strip_launch_profile,
+                tuple(passthrough),
+                tuple(extras.items()),  # each MCP server's env block is its own shape
+                trace is not None,  # a traced build keeps its decisions too
+            )
+            same = (policy, self._managed_values, self._keep())
+            equal = (snapshot, supplied)
+            hit = memo.get(shape, same, equal)
+            if hit is not None:
+                child, recording = hit
+                if trace is not None and recording is not None:
+                    trace.replay(recording)
+                return child
+            if trace is not None:  # record values where fingerprints go; kept and replayed
+                record_into = Trace(fingerprint=keep_value)
         child = self._build(
             snapshot, extras, binding, target, routed, policy, supplied, surface,
-            inherit_credentials, strip_launch_profile, passthrough, capture,
+            inherit_credentials, strip_launch_profile, passthrough, record_into,
         )  # fmt: skip
-        recording = None if capture is None else capture.recording()
-        if trace is not None and recording is not None:
-            trace.replay(recording)
-        # Stored under the identities read *before* the build: should another thread
-        # replace the managed values meanwhile, the next build misses, never goes stale.
-        memo.put(shape, same, equal, child, recording)
+        if memo is not None:
+            recording = None
+            if trace is not None and record_into is not None:
+                recording = record_into.recording()
+                trace.replay(recording)
+            # Stored under the identities read *before* the build: should another thread
+            # replace the managed values meanwhile, the next build misses, never goes stale.
+            memo.put(shape, same, equal, child, recording)
         return child
 
     def _build(

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from types import MappingProxyType
 
 from envscope._declarations import (
     EMPTY_DECLARATIONS,
+    EMPTY_MAPPING,
     SECRET_SUFFIXES,
     Declaration,
     HomeDeclarations,
@@ -43,7 +43,6 @@ from envscope.catalog import Catalog
 __all__ = ["Adapter", "AdapterCensus", "SecretPolicy", "build_policy"]
 
 _GATE_TOKENS = frozenset({"ALLOW", "ALLOWED", "ALLOWLIST", "WHITELIST", "ALLOWFROM"})
-_EMPTY_ORIGINS: Mapping[str, Origin] = MappingProxyType({})
 _MISSING = object()
 
 
@@ -186,7 +185,7 @@ class SecretPolicy:
         complete: bool = True,
         problems: tuple[Problem, ...] = (),
         catalog: Catalog | None = None,
-        deny_prefixes: Mapping[str, Origin] = _EMPTY_ORIGINS,
+        deny_prefixes: Mapping[str, Origin] = EMPTY_MAPPING,
         platform_prefixes: frozenset[str] = frozenset(),
         generation: int = 0,
     ) -> None:

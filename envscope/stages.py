@@ -9,13 +9,11 @@ does no bookkeeping.
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 from envscope._declarations import (
-    SECRET_SUFFIXES,
     Declaration,
     Origin,
     OriginKind,
+    has_secret_suffix,
 )
 from envscope._residue_rule import MAX_MEMO, ResidueRule, Verdict
 from envscope.errors import EnvValueError
@@ -43,7 +41,6 @@ FORCE_PREFIX = "_ENVSCOPE_FORCE_"
 Entries = dict[str, tuple[str, str]]
 
 _CALLER = Origin(OriginKind.CALLER, "extra")
-_NONE: Mapping[str, str] = MappingProxyType({})
 MIN_ALIAS_LENGTH = 8
 MAX_VALUE_BYTES = 128 * 1024  # Linux MAX_ARG_STRLEN: one "KEY=value" string
 _DECLARED_SECRET_KINDS = frozenset({OriginKind.MANIFEST, OriginKind.PARTIAL_SCAN})
@@ -66,10 +63,7 @@ class StrippedSecrets:
         """Remember a stripped declared name's value when the name is a secret."""
         if len(value) < MIN_ALIAS_LENGTH:
             return
-        if (
-            decl.name.upper().endswith(SECRET_SUFFIXES)
-            or decl.origin.kind in _DECLARED_SECRET_KINDS
-        ):
+        if has_secret_suffix(decl.name) or decl.origin.kind in _DECLARED_SECRET_KINDS:
             self.values.setdefault(value, decl)
 
 

@@ -10,9 +10,8 @@ and the names secret sources supplied.
 from __future__ import annotations
 
 import enum
-from types import MappingProxyType
 
-from envscope._declarations import Origin, _Record
+from envscope._declarations import EMPTY_MAPPING, Origin, _Record
 from envscope.trace import Reason
 
 TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
@@ -143,9 +142,6 @@ def _glob_regex(patterns: Iterable[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(map(fnmatch.translate, parts)))
 
 
-_NO_VALUES: Mapping[str, str] = MappingProxyType({})
-
-
 class SurfacePolicy(_Record):
     """A host's policy for one surface (from ``envscope.yaml``'s ``surfaces``).
 
@@ -168,7 +164,7 @@ class SurfacePolicy(_Record):
         inherit: Inherit = Inherit.ALL,
         include: tuple[str, ...] = (),
         exclude: tuple[str, ...] = (),
-        set_env: Mapping[str, str] = _NO_VALUES,
+        set_env: Mapping[str, str] = EMPTY_MAPPING,
         origin: Origin | None = None,
     ) -> None:
         _set(self, "inherit", inherit)

@@ -274,11 +274,6 @@ class Trace:
         self._rows.append(row)
         self._last[key.upper()] = row
 
-    def last_action(self, upper_key: str) -> Action | None:
-        """The action of the last decision about an (upper-cased) key, or None."""
-        row = self._last.get(upper_key)
-        return None if row is None else row[1]
-
     def record_untouched(self, env: Mapping[str, str], global_names: frozenset[str]) -> list[str]:
         """Record ``kept`` for each key of a finished env that no decision keeps; list the kept.
 
@@ -286,20 +281,15 @@ class Trace:
         is kept as inherited (or as a global name). Returns the keys whose last
         decision is now ``kept`` (not added or overridden by a stage).
         """
-        last, rows, fingerprint = self._last, self._rows, self._fingerprint
-        kept_action, stage = Action.KEPT, Stage.SANITIZE
         kept = []
         for key, value in env.items():
             up = key.upper()
-            row = last.get(up)
+            row = self._last.get(up)
             if row is None or row[1] in _REMOVING:
                 reason = Reason.GLOBAL_NAME if up in global_names else Reason.INHERITED
-                digest = None if fingerprint is None else fingerprint(value)
-                row = (key, kept_action, stage, reason, None, None, digest)  # as record() makes
-                rows.append(row)
-                last[up] = row
+                self.record(key, Action.KEPT, Stage.SANITIZE, reason, value=value)
                 kept.append(key)
-            elif row[1] is kept_action:
+            elif row[1] is Action.KEPT:
                 kept.append(key)
         return kept
 
