@@ -4,33 +4,92 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable, Mapping
 
-from envscope.errors import EnvscopeError, EnvValueError
+from envscope.errors import ConfigurationError, EnvscopeError, EnvValueError
 
-TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-__all__ = ["DEFAULT_MAX_ENV_BYTES", "WINDOWS", "coerce_extra", "home_identity", "snapshot_env"]
+__all__ = [
+    "DEFAULT_MAX_ENV_BYTES",
+    "WINDOWS",
+    "coerce_extra",
+    "home_identity",
+    "name_list",
+    "snapshot_env",
+    "valid_name",
+]
 
 WINDOWS = sys.platform == "win32"
 DEFAULT_MAX_ENV_BYTES = 1024 * 1024  # half of Linux's usual ARG_MAX, leaving room for argv
 
 
+def valid_name(name: str) -> bool:
+    """True for a name a child env can carry: not empty, no ``=``, no NUL.
+
+    The one name rule of envscope: ``execve`` takes ``NAME=value`` strings, so
+    nothing else about a name is checked (POSIX shells are stricter; children
+    that are not shells read any such name).
+    """
+    return bool(name) and "=" not in name and "\x00" not in name
+
+
+def name_list(
+    names: Iterable[str] | None, parameter: str, *, allow_empty: bool = False
+) -> tuple[str, ...]:
+    """The names a caller passed for ``parameter``, checked; a bare string is refused.
+
+    Iterating a string would declare its letters (``"ACME_TOKEN"`` → ``A``,
+    ``C``, …), so every API that takes names refuses one with a
+    ``ConfigurationError`` saying how to pass a single name. ``None`` is no
+    names. ``allow_empty`` lets an empty name through (passthrough ignores it).
+    """
+    if names is None:
+        return ()
+    if isinstance(names, (str, bytes, bytearray)):
+        raise ConfigurationError(
+            f"{parameter}: expected a list of names, got a bare {type(names).__name__}; "
+            "pass one name as a one-item list"
+        )
+    if isinstance(names, Mapping) or not isinstance(names, Iterable):
+        raise ConfigurationError(
+            f"{parameter}: expected a list of names, got a {type(names).__name__}"
+        )
+    out: list[str] = []
+    for name in names:
+        if not isinstance(name, str):
+            raise ConfigurationError(
+                f"{parameter}: every name must be a string, got a {type(name).__name__}"
+            )
+        if not valid_name(name) and not (allow_empty and name == ""):
+            raise ConfigurationError(f"{parameter}: {name!r} is not a valid environment name")
+        out.append(name)
+    return tuple(out)
+
+
 def home_identity(path: str | os.PathLike[str]) -> str:
     """A home's identity: its resolved real path (case-folded on Windows)."""
-    resolved = os.path.realpath(os.fspath(path))
+    raw = os.fspath(path) if isinstance(path, (str, os.PathLike)) else path
+    if not isinstance(raw, str) or not raw or "\x00" in raw:
+        raise ConfigurationError(
+            "a home must be a non-empty text path without NUL, "
+            f"got {'a NUL-holding path' if isinstance(raw, str) and raw else type(path).__name__}"
+        )
+    resolved = os.path.realpath(raw)
     return os.path.normcase(resolved) if WINDOWS else resolved
 
 
 def coerce_extra(extra: Mapping[str, object] | None) -> dict[str, str]:
     """Validate the caller's explicit values (an MCP ``env:`` block): scalars only."""
-    if not extra:
+    if extra is None:
         return {}
+    if not isinstance(extra, Mapping):
+        raise ConfigurationError(
+            f"extra must be a mapping of names to values, not a {type(extra).__name__}"
+        )
     out: dict[str, str] = {}
     for key, value in extra.items():
-        if not isinstance(key, str) or not key or "=" in key or "\x00" in key:
-            raise EnvValueError(str(key), "not a valid environment variable name")
+        if not isinstance(key, str) or not valid_name(key):
+            shown = repr(key) if isinstance(key, str) else type(key).__name__
+            raise EnvValueError(shown, "not a valid environment variable name")
         if isinstance(value, str):
             out[key] = value
         elif isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -16,13 +16,13 @@ TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from envscope._declarations import Declaration, Origin
+    from envscope._declarations import Origin
     from envscope.policy import SecretPolicy
 
 __all__ = ["ResidueRule", "Verdict", "same_objects"]
 
-Verdict = tuple[Reason, "Origin | None", "Declaration | None"]
-"""Why stage 1 drops a name, where that came from, and the declaration (for the alias rule)."""
+Verdict = tuple[Reason, "Origin | None"]
+"""Why stage 1 drops a name and where that came from."""
 
 _KEEP = None
 MAX_MEMO = 16_384  # names; a larger env still works, its extra names are decided per build
@@ -67,17 +67,13 @@ class ResidueRule:
         if up in self.residue:
             origins = self.residue_origins
             origin = None if origins is None else origins.get(up)
-            for policy in self.policies:  # the declaration only feeds the alias rule
-                decl = policy.declaration(up)
-                if decl is not None:
-                    return (Reason.LAUNCH_RESIDUE, origin, decl)
-            return (Reason.LAUNCH_RESIDUE, origin, None)
+            return (Reason.LAUNCH_RESIDUE, origin)
         for policy in self.policies:
             decl = policy.declaration(up)
             if decl is not None:
-                return (Reason.LAUNCH_CREDENTIAL, decl.origin, decl)
+                return (Reason.LAUNCH_CREDENTIAL, decl.origin)
             if policy.is_gate(up):
-                return (Reason.LAUNCH_GATE, None, None)
+                return (Reason.LAUNCH_GATE, None)
         return _KEEP
 
     def same_inputs(

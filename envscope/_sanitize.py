@@ -9,12 +9,14 @@ in ``envscope.stages``.
 
 from __future__ import annotations
 
-from envscope._declarations import EMPTY_MAPPING, Origin, OriginKind, Tier, _Record, norm
+from dataclasses import dataclass, field
+
+from envscope._aliases import SecretValues, strip_aliases
+from envscope._declarations import Declaration, Origin, OriginKind, Tier, norm
 from envscope.stages import (
     _CALLER,
     FORCE_PREFIX,
     Entries,
-    StrippedSecrets,
     _is_forced,
     _refused,
     from_entries,
@@ -32,69 +34,54 @@ if TYPE_CHECKING:
 __all__ = ["SanitizeOptions", "sanitize"]
 
 
-class SanitizeOptions(_Record):
-    """What stage 4 needs besides the entries and the policy."""
+@dataclass(frozen=True, slots=True, repr=False)
+class SanitizeOptions:
+    """What stage 4 needs besides the entries and the policy.
 
-    __slots__ = (
-        "base_filter",
-        "drop_shell_functions",
-        "extra",
-        "inherit_credentials",
-        "passthrough",
-        "passthrough_source",
-        "pinned",
-        "refuse",
-        "stripped",
-        "surface_set",
-    )
-    _fields = (
-        "extra",
-        "inherit_credentials",
-        "passthrough",
-        "passthrough_source",
-        "base_filter",
-        "drop_shell_functions",
-        "pinned",
-        "surface_set",
-        "stripped",
-        "refuse",
-    )
-    extra: Mapping[str, str]
-    inherit_credentials: bool
-    passthrough: Sequence[str]
-    passthrough_source: Entries | None
-    base_filter: BaseFilter | None
-    drop_shell_functions: bool
-    pinned: Mapping[str, str]
-    surface_set: Mapping[str, str]
-    stripped: StrippedSecrets | None  # set to strip value aliases of stripped secrets
-    refuse: Callable[[str], bool] | None  # injection vectors extras/passthrough may not add
+    ``launch_policy`` is set under routing when the launch home's policy is
+    another object: a name it declares is as declared as the target's, for
+    everything but the routed profile's own values (``own``: upper-cased
+    name → value). ``launch_env`` is the parent env before stage 1 (what the
+    process holds), for telling a caller's genuine ``extra`` from a repeated
+    launch value. ``secrets`` turns the value-alias rule on.
+    """
 
-    def __init__(
-        self,
-        *,
-        extra: Mapping[str, str] = EMPTY_MAPPING,
-        inherit_credentials: bool = False,
-        passthrough: Sequence[str] = (),
-        passthrough_source: Entries | None = None,
-        base_filter: BaseFilter | None = None,
-        drop_shell_functions: bool = False,
-        pinned: Mapping[str, str] = EMPTY_MAPPING,
-        surface_set: Mapping[str, str] = EMPTY_MAPPING,
-        stripped: StrippedSecrets | None = None,
-        refuse: Callable[[str], bool] | None = None,
-    ) -> None:
-        _set = object.__setattr__
-        _set(self, "extra", extra)
-        _set(self, "inherit_credentials", inherit_credentials)
-        _set(self, "passthrough", passthrough)
-        _set(self, "passthrough_source", passthrough_source)
-        _set(self, "base_filter", base_filter)
-        _set(self, "drop_shell_functions", drop_shell_functions)
-        _set(self, "pinned", pinned)
-        _set(self, "surface_set", surface_set)
-        _set(self, "stripped", stripped)
-        _set(self, "refuse", refuse)
+    extra: Mapping[str, str] = field(default_factory=dict)
+    inherit_credentials: bool = False
+    passthrough: Sequence[str] = ()
+    passthrough_source: Entries | None = None
+    base_filter: BaseFilter | None = None
+    drop_shell_functions: bool = False
+    pinned: Mapping[str, str] = field(default_factory=dict)
+    surface_set: Mapping[str, str] = field(default_factory=dict)
+    refuse: Callable[[str], bool] | None = None  # injection vectors extras/passthrough may not add
+    launch_policy: SecretPolicy | None = None
+    own: Mapping[str, str] = field(default_factory=dict)
+    launch_env: Entries = field(default_factory=dict)
+    secrets: SecretValues | None = None
+
+    def __repr__(self) -> str:
+        return "SanitizeOptions(...)"  # holds values: never shown
+
+    def declaration(
+        self, policy: SecretPolicy, up: str, value: str | None = None
+    ) -> Declaration | None:
+        """How the build declares a name: the target's policy, else (routed) the launch's.
+
+        A routed profile's own value (``value`` equal to ``own[up]``) answers
+        to the target's policy only: the launch home's plugin secret is not
+        the routed profile's.
+        """
+        decl = policy.declaration(up)
+        launch = self.launch_policy
+        if launch is None or (value is not None and self.own.get(up) == value):
+            return decl
+        other = launch.declaration(up)
+        if other is None or (decl is not None and decl.tier is Tier.TIER1):
+            return decl
+        if decl is None or other.tier is Tier.TIER1:
+            return other  # the stricter tier wins
+        return decl
 
 
 def sanitize(
@@ -104,7 +91,7 @@ def sanitize(
     *,
     trace: Trace | None = None,
 ) -> dict[str, str]:
-    """Stage 4: allowlist, merge extras, strip tiers, passthrough, unwrap forced names.
+    """Stage 4: allowlist, merge extras, strip tiers, passthrough, unwrap, aliases.
 
     Order: (a) drop base keys the surface's filter rejects (the MCP
     allowlist, a surface policy's inherit/include/exclude); (b) drop
@@ -112,40 +99,58 @@ def sanitize(
     policy's ``set`` values, then the caller's ``extra``, then ``pinned``;
     (d) strip Tier 1 always and Tier 2 unless credentials are inherited;
     (e) resolve passthrough names from ``passthrough_source`` (refused for
-    declared names); (f) unwrap the
-    caller's force-prefixed extras, never to a Tier 1 name; (g) drop
-    exported shell functions where asked.
+    declared names); (f) unwrap the caller's force-prefixed extras, never to
+    a Tier 1 name; (g) strip value aliases of secrets; (h) drop exported
+    shell functions where asked; (i) last, drop any force-prefixed key
+    whatever put it there: none reaches a child.
     """
-    base_filter = options.base_filter
-    if base_filter is None:  # the common case, in C-level passes
-        out = {up: item for up, item in entries.items() if not up.startswith(FORCE_PREFIX)}
-        if trace is not None and len(out) != len(entries):
-            for up in [up for up in entries if up not in out]:
-                key, value = entries[up]
-                reason = Reason.FORCE_PREFIX_IN_BASE
-                trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
-    else:
-        out = _filter_base(entries, base_filter, trace)
-    _merge_sanitize(out, policy, options, trace)
+    out = _filter_base(entries, options.base_filter, trace)
+    _merge(out, options, trace)
+    _strip_tiers(out, policy, options, trace)
+    _resolve_passthrough(out, policy, options, trace)
+    forced = _unwrap_forced(out, policy, options, trace)
+    if options.secrets is not None:
+        exempt = {*forced, *(k.upper() for k in options.pinned)}
+
+        def declare(up: str) -> Declaration | None:
+            return options.declaration(policy, up)
+
+        strip_aliases(
+            out, options.secrets, declare=declare, own=options.own, exempt=exempt, trace=trace
+        )
+    if options.drop_shell_functions:
+        functions = [up for up, (_, value) in out.items() if value.startswith("()")]
+        _drop(out, functions, Reason.SHELL_FUNCTION, trace)
+    _drop(out, [u for u in out if _is_forced(u)], Reason.FORCE_PREFIX_IN_BASE, trace)
     return from_entries(out)
 
 
-def _filter_base(entries: Entries, base_filter: BaseFilter, trace: Trace | None) -> Entries:
+def _drop(out: Entries, ups: Iterable[str], reason: Reason, trace: Trace | None) -> None:
+    """Remove these upper-cased names from ``out``, each recorded."""
+    for up in ups:
+        key, value = out.pop(up)
+        if trace is not None:
+            trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
+
+
+def _filter_base(entries: Entries, base_filter: BaseFilter | None, trace: Trace | None) -> Entries:
     """Stage 4 (a) and (b): the surface filter, and force-prefixed keys of the base dropped."""
     out: Entries = {}
     for up, item in entries.items():
-        rejected = base_filter.reject(up)
-        if rejected is not None:
-            if trace is not None:
-                origin = None if rejected is Reason.NOT_ALLOWLISTED else base_filter.origin
-                trace.record(
-                    item[0], Action.STRIPPED, Stage.SANITIZE, rejected, origin, value=item[1]
-                )
-            continue
-        if trace is not None and base_filter.included(up):
-            origin = base_filter.origin
-            reason = Reason.INCLUDED
-            trace.record(item[0], Action.KEPT, Stage.SANITIZE, reason, origin, value=item[1])
+        if base_filter is not None:
+            rejected = base_filter.reject(up)
+            if rejected is not None:
+                if trace is not None:
+                    origin = None if rejected is Reason.NOT_ALLOWLISTED else base_filter.origin
+                    key, value = item
+                    trace.record(
+                        key, Action.STRIPPED, Stage.SANITIZE, rejected, origin, value=value
+                    )
+                continue
+            if trace is not None and base_filter.included(up):
+                origin = base_filter.origin
+                reason = Reason.INCLUDED
+                trace.record(item[0], Action.KEPT, Stage.SANITIZE, reason, origin, value=item[1])
         if _is_forced(up):
             if trace is not None:
                 reason = Reason.FORCE_PREFIX_IN_BASE
@@ -155,10 +160,8 @@ def _filter_base(entries: Entries, base_filter: BaseFilter, trace: Trace | None)
     return out
 
 
-def _merge_sanitize(
-    out: Entries, policy: SecretPolicy, options: SanitizeOptions, trace: Trace | None
-) -> None:
-    """Stage 4 (c) to (g), in place on the filtered entries."""
+def _merge(out: Entries, options: SanitizeOptions, trace: Trace | None) -> None:
+    """Stage 4 (c): a surface policy's ``set``, the caller's (unforced) ``extra``, ``pinned``."""
     base_filter = options.base_filter
     set_origin = None if base_filter is None else base_filter.origin
     for key, value in options.surface_set.items():
@@ -167,78 +170,43 @@ def _merge_sanitize(
             reason = Reason.SURFACE_SET
             trace.record(key, action, Stage.EXTRA, reason, set_origin, value=value)
         out[key.upper()] = (key, value)
-
-    forced: list[tuple[str, str]] = []
-    extra = options.extra
-    if options.refuse is not None:
-        extra = _refused(extra, options.refuse, Stage.EXTRA, trace)
-    for key, value in extra.items():
+    for key, value in _extra(options, trace).items():
         up = key.upper()
         if _is_forced(up):
-            forced.append((key, value))
-            continue
+            continue  # unwrapped at (f)
         if trace is not None:
             action = Action.OVERRIDDEN if up in out else Action.ADDED
             trace.record(key, action, Stage.EXTRA, Reason.CALLER_EXTRA, _CALLER, value=value)
         out[up] = (key, value)
     for key, value in options.pinned.items():
         if trace is not None:
-            origin = Origin(OriginKind.SURFACE, "worker")
+            origin = Origin(OriginKind.SURFACE, "home")
             trace.record(key, Action.ADDED, Stage.EXTRA, Reason.HOME_VAR, origin, value=value)
         out[key.upper()] = (key, value)
 
-    _strip_tiers(out, policy, options.inherit_credentials, trace, options.stripped)
-    _resolve_passthrough(out, policy, options, trace)
-    _unwrap_forced(out, policy, forced, trace)
-    if options.stripped is not None and options.stripped.values:
-        exempt = {key[len(FORCE_PREFIX) :].upper() for key, _ in forced}
-        _strip_aliases(out, options.stripped, exempt, trace)
 
-    if options.drop_shell_functions:
-        for up in [u for u, (_, v) in out.items() if v.startswith("()")]:
-            if trace is not None:
-                key, value = out[up]
-                reason = Reason.SHELL_FUNCTION
-                trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
-            del out[up]
-
-
-def _strip_aliases(
-    out: Entries, stripped: StrippedSecrets, exempt: set[str], trace: Trace | None
-) -> None:
-    """Strip kept keys whose value equals a stripped secret's (the secret named, never shown)."""
-    for up, (key, value) in list(out.items()):
-        decl = stripped.values.get(value)
-        if decl is None or up in exempt or decl.name in out:
-            continue  # no match, a caller's forced value, or the secret itself is kept
-        if trace is not None:
-            note = f"same value as {decl.name}"
-            reason = Reason.ALIAS_OF
-            trace.record(
-                key, Action.STRIPPED, Stage.SANITIZE, reason, decl.origin, note, value=value
-            )
-        del out[up]
+def _extra(options: SanitizeOptions, trace: Trace | None) -> Mapping[str, str]:
+    """The caller's ``extra`` without the injection vectors it may not add (refusals recorded)."""
+    if options.refuse is None:
+        return options.extra
+    return _refused(options.extra, options.refuse, Stage.EXTRA, trace)
 
 
 def _strip_tiers(
-    out: Entries,
-    policy: SecretPolicy,
-    inherit_credentials: bool,
-    trace: Trace | None,
-    stripped: StrippedSecrets | None,
+    out: Entries, policy: SecretPolicy, options: SanitizeOptions, trace: Trace | None
 ) -> None:
-    declaration = policy.declaration
-    declared = [(up, decl) for up in out if (decl := declaration(up)) is not None]
-    for up, decl in declared:
-        if decl.tier is Tier.TIER2 and inherit_credentials:
+    """Stage 4 (d): Tier 1 always, Tier 2 unless credentials are inherited."""
+    inherit = options.inherit_credentials
+    for up, (key, value) in list(out.items()):
+        decl = options.declaration(policy, up, value)
+        if decl is None:
+            continue
+        if decl.tier is Tier.TIER2 and inherit:
             if trace is not None:
-                key, value = out[up]
                 reason = Reason.TIER2_INHERITED
                 trace.record(key, Action.KEPT, Stage.SANITIZE, reason, decl.origin, value=value)
             continue
-        key, value = out.pop(up)
-        if stripped is not None:
-            stripped.add(decl, value)
+        del out[up]
         if trace is not None:
             reason = Reason.TIER1 if decl.tier is Tier.TIER1 else Reason.TIER2
             trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, decl.origin, value=value)
@@ -247,24 +215,36 @@ def _strip_tiers(
 def _resolve_passthrough(
     out: Entries, policy: SecretPolicy, options: SanitizeOptions, trace: Trace | None
 ) -> None:
+    """Stage 4 (e): forward passthrough names from their source, never a declared one.
+
+    A name in the caller's ``extra`` keeps the caller's value, unless that
+    value merely repeats what the launch process holds for the name: under
+    routing the source's (the routed scope's) value wins then, and without
+    one the name is dropped.
+    """
     source = options.passthrough_source
-    extra_keys = {k.upper() for k in options.extra}
+    extra = {k.upper(): v for k, v in options.extra.items()}
     for name in options.passthrough:
         if not name:
             continue  # an empty name is ignored
         up = norm(name)
-        decl = policy.declaration(up)
-        if decl is not None:
+        decl = options.declaration(policy, up)
+        if decl is not None or _is_forced(up):
             if trace is not None:
                 reason = Reason.PASSTHROUGH_REFUSED
-                trace.record(name, Action.REFUSED, Stage.SANITIZE, reason, decl.origin)
+                origin = None if decl is None else decl.origin
+                trace.record(name, Action.REFUSED, Stage.SANITIZE, reason, origin)
             continue
         if options.refuse is not None and options.refuse(up):
             if trace is not None:
                 trace.record(name, Action.REFUSED, Stage.SANITIZE, Reason.INJECTION_VECTOR)
             continue
-        if up in extra_keys or source is None:
+        if source is None:
             continue
+        given = extra.get(up)
+        launch = options.launch_env.get(up)
+        if given is not None and (launch is None or given != launch[1]):
+            continue  # the caller's own value wins
         found = source.get(up)
         if found is not None:
             if trace is not None:
@@ -281,25 +261,30 @@ def _resolve_passthrough(
 
 
 def _unwrap_forced(
-    out: Entries,
-    policy: SecretPolicy,
-    forced: Iterable[tuple[str, str]],
-    trace: Trace | None,
-) -> None:
-    for key, value in forced:
+    out: Entries, policy: SecretPolicy, options: SanitizeOptions, trace: Trace | None
+) -> list[str]:
+    """Stage 4 (f): ``_ENVSCOPE_FORCE_X`` → ``X``, never to a Tier 1 or force-prefixed name.
+
+    Returns the upper-cased names it handed over.
+    """
+    handed: list[str] = []
+    for key, value in _extra(options, None).items():
+        if not _is_forced(key.upper()):
+            continue
         target = key[len(FORCE_PREFIX) :]
         if not target:
             continue
         up = target.upper()
-        decl = policy.declaration(up)
-        if decl is not None and decl.tier is Tier.TIER1:
+        decl = options.declaration(policy, up)
+        if _is_forced(up) or (decl is not None and decl.tier is Tier.TIER1):
             if trace is not None:
                 reason = Reason.FORCE_REFUSED
-                trace.record(
-                    target, Action.REFUSED, Stage.SANITIZE, reason, decl.origin, value=value
-                )
+                origin = None if decl is None else decl.origin
+                trace.record(target, Action.REFUSED, Stage.SANITIZE, reason, origin, value=value)
             out.pop(up, None)
             continue
         if trace is not None:
             trace.record(target, Action.ADDED, Stage.SANITIZE, Reason.FORCED, _CALLER, value=value)
         out[up] = (target, value)
+        handed.append(up)
+    return handed

@@ -194,8 +194,11 @@ class Catalog(_Record):
         self, *, tier1: Iterable[str] = (), tier2: Iterable[str] = (), detail: str = "host"
     ) -> Catalog:
         """This catalog plus some names declared in code (origin: ``detail``)."""
+        from envscope._inputs import name_list
+
         extra: dict[str, Declaration] = {}
-        for tier, group in ((Tier.TIER2, tier2), (Tier.TIER1, tier1)):
+        groups = ((Tier.TIER2, name_list(tier2, "tier2")), (Tier.TIER1, name_list(tier1, "tier1")))
+        for tier, group in groups:
             for name in group:
                 key = norm(name)
                 extra[key] = Declaration(key, tier, Origin(OriginKind.CATALOG, detail))

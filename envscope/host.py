@@ -12,30 +12,34 @@ import contextlib
 import contextvars
 import os
 import threading
+from collections.abc import Mapping
 from types import MappingProxyType
 
 from envscope import stages
+from envscope._aliases import SecretValues
 from envscope._binding import Binding, BuildMemo
-from envscope._declarations import HomeDeclarations, Origin, OriginKind, norm
+from envscope._declarations import Declaration, HomeDeclarations, Origin, OriginKind, norm
 from envscope._dotenv import read_dotenv
 from envscope._inputs import (
     DEFAULT_MAX_ENV_BYTES,
     WINDOWS,
     coerce_extra,
     home_identity,
+    name_list,
     snapshot_env,
+    valid_name,
 )
 from envscope._residue_rule import ResidueRule
 from envscope._sanitize import SanitizeOptions, sanitize
 from envscope.catalog import Catalog
-from envscope.errors import RoutingError
+from envscope.errors import ConfigurationError, RoutingError
 from envscope.policy import AdapterCensus, SecretPolicy, build_policy
 from envscope.surfaces import BaseFilter, Surface, SurfacePolicy, mcp_allowlist
 from envscope.trace import Trace, keep_value
 
 TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
+    from collections.abc import Iterable, Iterator, MutableMapping, Sequence
     from typing import Literal
 
     from envscope._fs import FileSystem
@@ -43,6 +47,63 @@ if TYPE_CHECKING:
     from envscope.sources import SecretSource
 
 __all__ = ["Binding", "Host", "home_identity"]
+
+
+def _surface(surface: Surface | str) -> Surface:
+    """A surface by enum or by name (any case); anything else is a ``ConfigurationError``."""
+    found = None
+    if isinstance(surface, Surface):
+        return surface
+    if isinstance(surface, str):
+        found = Surface.__members__.get(surface.upper())
+    if found is None:
+        names = ", ".join(s.value for s in Surface)
+        shown = repr(surface) if isinstance(surface, str) else f"a {type(surface).__name__}"
+        raise ConfigurationError(f"surface: {shown} is not one of {names}")
+    return found
+
+
+def _fetch(source: SecretSource, home: str) -> dict[str, str]:
+    """What a secret source supplies for a home, checked: string names and string values."""
+    fetched = source.fetch(home)
+    if not isinstance(fetched, Mapping):
+        raise ConfigurationError(
+            f"secret source {source.name!r} returned a {type(fetched).__name__}, not a mapping"
+        )
+    out: dict[str, str] = {}
+    for key, value in fetched.items():
+        if not isinstance(key, str) or not valid_name(key):
+            raise ConfigurationError(
+                f"secret source {source.name!r} supplied an invalid name {key!r}"
+            )
+        if not isinstance(value, str) or "\x00" in value:
+            raise ConfigurationError(
+                f"secret source {source.name!r} supplied {key!r} with a value that is not "
+                "a string without NUL"
+            )
+        out[key] = value
+    return out
+
+
+def _same_file(path: str, other: str) -> bool:
+    """True when two paths name one file (device and inode), following symlinks."""
+    try:
+        return os.path.samestat(os.stat(path), os.stat(other))
+    except (OSError, ValueError):
+        return False
+
+
+def _own_values(binding: Binding | None) -> dict[str, str]:
+    """The routed profile's own values (upper-cased): its scope minus the managed keys."""
+    if binding is None:
+        return {}
+    origins = binding.scope_origins
+    managed = OriginKind.MANAGED
+    return {
+        up: value
+        for key, value in binding.scope.items()
+        if (origin := origins.get(up := norm(key))) is None or origin.kind is not managed
+    }
 
 
 class Host:
@@ -69,12 +130,20 @@ class Host:
     ) -> None:
         self.launch_home = home_identity(launch_home)
         self.multiplex = multiplex
+        if not isinstance(home_env_var, str) or not valid_name(home_env_var):
+            raise ConfigurationError("home_env_var: not a valid environment name")
+        if home_env_var.upper().startswith(stages.FORCE_PREFIX):
+            raise ConfigurationError("home_env_var: may not start with the force prefix")
         self.home_env_var = home_env_var
         self._catalog = catalog
         self._managed_path = None if managed_env_file is None else os.fspath(managed_env_file)
         self._bundled = None if bundled_plugins is None else os.fspath(bundled_plugins)
         self._environ: MutableMapping[str, str] = os.environ if environ is None else environ
-        self._global_names = None if global_names is None else frozenset(map(norm, global_names))
+        self._global_names = (
+            None
+            if global_names is None
+            else frozenset(map(norm, name_list(global_names, "global_names")))
+        )
         self._fs = fs
         self._on_unreadable_platform: Literal["raise", "deny"] = on_unreadable_platform
         self._windows = WINDOWS if windows is None else windows
@@ -82,12 +151,15 @@ class Host:
         self._fingerprint_key: bytes | None = None
         self._strip_value_aliases = strip_value_aliases
         self._max_env_bytes = max_env_bytes
-        self._allow_injection = frozenset(map(norm, allow_injection))
+        self._allow_injection = frozenset(map(norm, name_list(allow_injection, "allow_injection")))
         self._lock = threading.Lock()
         self._sources: list[SecretSource] = []
         self._dotenv_keys: set[str] = set()
         self._managed_keys: set[str] = set()
         self._managed_values: dict[str, str] | None = None
+        # What the launch loads put into the process (values too: a host may pop a
+        # secret from os.environ afterwards, and the alias rule must still know it).
+        self._launch_values: Mapping[str, str] = MappingProxyType({})
         self._residue_keep: frozenset[str] | None = None  # global names + managed keys
         self._applied: set[str] = set()
         self._supplied: set[str] = set()
@@ -145,12 +217,14 @@ class Host:
         """Load the launch ``.env`` (no override), secret sources, the managed file (override)."""
         environ = self._environ
         values = read_dotenv(self._launch_dotenv_path(), environ=snapshot_env(environ))
+        loaded = dict(values)
         with self._lock:
             self._dotenv_keys.update(values)
         for key, value in values.items():
             environ.setdefault(key, value)
         for source in list(self._sources):
-            fetched = dict(source.fetch(self.launch_home))
+            fetched = _fetch(source, self.launch_home)
+            loaded.update(fetched)
             with self._lock:
                 self._supplied.update(fetched)
             for key, value in fetched.items():
@@ -161,6 +235,8 @@ class Host:
                     self._applied.add(key)
         for key, value in self._read_managed().items():
             environ[key] = value
+        with self._lock:
+            self._launch_values = MappingProxyType({**self._launch_values, **loaded})
 
     def launch_dotenv_keys(self) -> frozenset[str]:
         """Every key a non-managed dotenv load declared, for the process lifetime."""
@@ -213,11 +289,16 @@ class Host:
         dotenv_path = os.path.join(home, ".env")
         environ = snapshot_env(self._environ)
         outside = {k: v for k, v in environ.items() if norm(k) in self.global_names}
-        scope = read_dotenv(dotenv_path, environ=outside, override=True)
+        scope: dict[str, str] = {}
+        launch_path = self._launch_dotenv_path()
+        if home == self.launch_home or not _same_file(dotenv_path, launch_path):
+            # The launch .env under another name (a symlink, a hard link, a bind
+            # mount) is still the launch profile's: its keys are residue, never scope.
+            scope = read_dotenv(dotenv_path, environ=outside, override=True)
         origins = {norm(k): Origin(OriginKind.SCOPE, ".env", path=dotenv_path) for k in scope}
         names: set[str] = set()
         for source in list(self._sources):
-            fetched = dict(source.fetch(home))
+            fetched = _fetch(source, home)
             scope.update(fetched)
             for key in fetched:
                 names.add(norm(key))
@@ -326,7 +407,10 @@ class Host:
         self, name: str, requires_env: Iterable[str], home: str | os.PathLike[str] | None = None
     ) -> None:
         """Declare a runtime adapter for a home (default: the bound home, else the launch home)."""
-        self._census.register(self._target(home), name, requires_env)
+        if not isinstance(name, str) or not name:
+            raise ConfigurationError("register_adapter: an adapter name must be a non-empty string")
+        names = name_list(requires_env, "requires_env")
+        self._census.register(self._target(home), name, names)
 
     def unregister_adapter(self, name: str, home: str | os.PathLike[str] | None = None) -> None:
         """Remove a runtime adapter from a home's census (no error when absent)."""
@@ -347,8 +431,11 @@ class Host:
         trace: Trace | None = None,
     ) -> dict[str, str]:
         """Build one child env: strip residue → overlay scope → managed keys → sanitise."""
-        surface = Surface(surface)
+        surface = _surface(surface)
+        passthrough = name_list(passthrough, "passthrough", allow_empty=True)
         snapshot = snapshot_env(self._environ if base is None else base)
+        # The process env too (the alias rule knows its secrets) when the caller passed a base.
+        process = snapshot if base is None else snapshot_env(self._environ)
         extras = coerce_extra(extra)
         if not scrub:
             return {**snapshot, **extras}
@@ -379,8 +466,8 @@ class Host:
                 tuple(extras.items()),  # each MCP server's env block is its own shape
                 trace is not None,  # a traced build keeps its decisions too
             )
-            same = (policy, self._managed_values, self._keep())
-            equal = (snapshot, supplied)
+            same = (policy, self._managed_values, self._keep(), self._launch_values)
+            equal = (snapshot, supplied, None if base is None else process)
             hit = memo.get(shape, same, equal)
             if hit is not None:
                 child, recording = hit
@@ -390,7 +477,7 @@ class Host:
             if trace is not None:  # record values where fingerprints go; kept and replayed
                 record_into = Trace(fingerprint=keep_value)
         child = self._build(
-            snapshot, extras, binding, target, routed, policy, supplied, surface,
+            snapshot, process, extras, binding, target, routed, policy, supplied, surface,
             inherit_credentials, strip_launch_profile, passthrough, record_into,
         )  # fmt: skip
         if memo is not None:
@@ -406,6 +493,7 @@ class Host:
     def _build(
         self,
         snapshot: dict[str, str],
+        process: dict[str, str],
         extras: dict[str, str],
         binding: Binding | None,
         target: str,
@@ -419,25 +507,25 @@ class Host:
         trace: Trace | None,
     ) -> dict[str, str]:
         """The four stages of one build (``build_subprocess_env`` has checked and memoised)."""
-        entries = stages.to_entries(snapshot, trace)
+        parent = entries = stages.to_entries(snapshot, trace)
         scope: Mapping[str, str] = {} if binding is None else binding.scope
-        stripped = stages.StrippedSecrets() if self._strip_value_aliases else None
+        launch_policy = None
         if routed:
+            # The launch policy is checked once per routed() binding (with the
+            # residue), not on every build: one manifest stamp per build.
+            if binding is not None and binding.launch_policy is not None:
+                launch_policy = binding.launch_policy
+            else:
+                launch_policy = self._policy_of(self.launch_home)
             managed = self._managed()
             if strip_launch_profile:
-                # The launch policy is checked once per routed() binding (with the
-                # residue), not on every build: one manifest stamp per build.
-                if binding is not None and binding.launch_policy is not None:
-                    launch_policy = binding.launch_policy
-                else:
-                    launch_policy = self._policy_of(self.launch_home)
                 policies = (policy,) if launch_policy is policy else (policy, launch_policy)
                 keep = self._keep()
                 if binding is None:  # unbound multiplex: the residue is re-read per build
                     rule = ResidueRule(self.launch_residue(), keep, policies)
                 else:
                     rule = binding.residue_rule(keep, policies)
-                entries = stages.strip_residue(entries, rule=rule, trace=trace, stripped=stripped)
+                entries = stages.strip_residue(entries, rule=rule, trace=trace)
             origins = None if binding is None else binding.scope_origins
             entries = stages.overlay_scope(
                 entries,
@@ -457,6 +545,7 @@ class Host:
         base_filter = None
         if allowlist is not None or surface_policy is not None:
             base_filter = BaseFilter(allowlist, surface_policy, self._windows)
+        surface_set = {} if surface_policy is None else surface_policy.set_env
         options = SanitizeOptions(
             extra=extras,
             inherit_credentials=inherit_credentials or surface.inherits_credentials,
@@ -466,11 +555,17 @@ class Host:
             ),
             base_filter=base_filter,
             drop_shell_functions=surface is Surface.MCP,
-            pinned={self.home_env_var: target} if surface is Surface.WORKER else {},
-            surface_set={} if surface_policy is None else surface_policy.set_env,
-            stripped=stripped,
+            # A routed child is told its own home on every surface; a worker always.
+            pinned={self.home_env_var: target} if routed or surface is Surface.WORKER else {},
+            surface_set=surface_set,
             refuse=self.refuses_injection,
+            launch_policy=None if launch_policy is policy else launch_policy,
+            own=_own_values(binding) if routed else {},
+            launch_env=parent,
+            secrets=SecretValues() if self._strip_value_aliases else None,
         )
+        if options.secrets is not None:
+            self._collect_secrets(options, policy, snapshot, process, scope, surface_set)
         child = sanitize(entries, policy, options, trace=trace)
         stages.validate_block(child, max_total_bytes=self._max_env_bytes, trace=trace)
         if trace is not None:
@@ -487,6 +582,28 @@ class Host:
                 routed=routed,
             )
         return child
+
+    def _collect_secrets(
+        self,
+        options: SanitizeOptions,
+        policy: SecretPolicy,
+        snapshot: Mapping[str, str],
+        process: Mapping[str, str],
+        scope: Mapping[str, str],
+        surface_set: Mapping[str, str],
+    ) -> None:
+        """Every secret value this build knows of, for the alias rule (DESIGN.md §3)."""
+        secrets = options.secrets
+        assert secrets is not None
+
+        def declare(up: str) -> Declaration | None:
+            return options.declaration(policy, up)
+
+        for values in (snapshot, process, self._launch_values, self._managed_values or {}):
+            secrets.collect(values.items(), declare)
+        secrets.collect(options.extra.items(), declare)
+        secrets.collect(surface_set.items(), declare)
+        secrets.collect(scope.items(), policy.declaration, scope=True)
 
     def fingerprint(self, value: str) -> str:
         """A short keyed fingerprint of a value (the key is this host's; see docs/audit.md)."""

@@ -9,12 +9,7 @@ does no bookkeeping.
 
 from __future__ import annotations
 
-from envscope._declarations import (
-    Declaration,
-    Origin,
-    OriginKind,
-    has_secret_suffix,
-)
+from envscope._declarations import Origin, OriginKind
 from envscope._residue_rule import MAX_MEMO, ResidueRule, Verdict
 from envscope.errors import EnvValueError
 from envscope.policy import SecretPolicy
@@ -28,7 +23,6 @@ __all__ = [
     "FORCE_PREFIX",
     "MAX_VALUE_BYTES",
     "Entries",
-    "StrippedSecrets",
     "apply_managed",
     "from_entries",
     "overlay_scope",
@@ -41,30 +35,7 @@ FORCE_PREFIX = "_ENVSCOPE_FORCE_"
 Entries = dict[str, tuple[str, str]]
 
 _CALLER = Origin(OriginKind.CALLER, "extra")
-MIN_ALIAS_LENGTH = 8
 MAX_VALUE_BYTES = 128 * 1024  # Linux MAX_ARG_STRLEN: one "KEY=value" string
-_DECLARED_SECRET_KINDS = frozenset({OriginKind.MANIFEST, OriginKind.PARTIAL_SCAN})
-
-
-class StrippedSecrets:
-    """Collects the values of stripped *secrets* during one build, for the alias rule.
-
-    A secret is a declared name with a secret suffix, or one a manifest
-    declared; base URLs and model names are not. Values shorter than
-    ``MIN_ALIAS_LENGTH`` are ignored (too likely to collide by chance).
-    """
-
-    __slots__ = ("values",)
-
-    def __init__(self) -> None:
-        self.values: dict[str, Declaration] = {}
-
-    def add(self, decl: Declaration, value: str) -> None:
-        """Remember a stripped declared name's value when the name is a secret."""
-        if len(value) < MIN_ALIAS_LENGTH:
-            return
-        if has_secret_suffix(decl.name) or decl.origin.kind in _DECLARED_SECRET_KINDS:
-            self.values.setdefault(value, decl)
 
 
 def to_entries(env: Mapping[str, str], trace: Trace | None = None) -> Entries:
@@ -106,7 +77,6 @@ def strip_residue(
     policies: Sequence[SecretPolicy] = (),
     residue_origins: Mapping[str, Origin] | None = None,
     trace: Trace | None = None,
-    stripped: StrippedSecrets | None = None,
     rule: ResidueRule | None = None,
 ) -> Entries:
     """Stage 1: drop the launch profile's residue, credentials and authorization gates.
@@ -139,9 +109,7 @@ def strip_residue(
         if verdict is None:
             out[up] = item
             continue
-        reason, origin, decl = verdict
-        if stripped is not None and decl is not None:
-            stripped.add(decl, item[1])
+        reason, origin = verdict
         if trace is not None:
             trace.record(item[0], Action.STRIPPED, Stage.RESIDUE, reason, origin, value=item[1])
     return out

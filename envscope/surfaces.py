@@ -10,6 +10,7 @@ and the names secret sources supplied.
 from __future__ import annotations
 
 import enum
+from types import MappingProxyType
 
 from envscope._declarations import EMPTY_MAPPING, Origin, _Record
 from envscope.trace import Reason
@@ -167,10 +168,12 @@ class SurfacePolicy(_Record):
         set_env: Mapping[str, str] = EMPTY_MAPPING,
         origin: Origin | None = None,
     ) -> None:
-        _set(self, "inherit", inherit)
-        _set(self, "include", include)
-        _set(self, "exclude", exclude)
-        _set(self, "set_env", set_env)
+        from envscope._inputs import coerce_extra, name_list
+
+        _set(self, "inherit", Inherit(inherit))
+        _set(self, "include", name_list(include, "include"))
+        _set(self, "exclude", name_list(exclude, "exclude"))
+        _set(self, "set_env", MappingProxyType(coerce_extra(set_env)))
         _set(self, "origin", origin)
 
 

@@ -70,8 +70,8 @@ def test_manifest_secret_without_suffix_counts(
     plugin.mkdir(parents=True)
     (plugin / "plugin.yaml").write_text("requires_env:\n  - {name: CHATX_SIGNING, secret: true}\n")
     host = make_host()
-    with host.routed(homes["B"], scope={"CHATX_SIGNING": SECRET, "ALSO": SECRET}):
-        assert host.build_subprocess_env({}) == {}
+    with host.routed(homes["B"], scope={"CHATX_SIGNING": SECRET, "ALSO": SECRET}) as binding:
+        assert host.build_subprocess_env({}) == {"ENVSCOPE_HOME": binding.home}
 
 
 def test_opt_out(make_host: HostFactory) -> None:

@@ -44,7 +44,7 @@ def test_explain_names_every_origin(make_host: HostFactory, homes: dict[str, Pat
     with host.routed(homes["B"]):
         trace = host.explain(base)
     final = trace.final()
-    assert set(final) == {k.upper() for k in base} | {"B_MARKER"}
+    assert set(final) == {k.upper() for k in base} | {"B_MARKER", "ENVSCOPE_HOME"}
     kinds = {k: (d.action, d.origin.kind if d.origin else None) for k, d in final.items()}
     assert kinds["TELEGRAM_BOT_TOKEN"] == (Action.STRIPPED, OriginKind.CATALOG)
     assert kinds["CHATX_BOT_TOKEN"] == (Action.STRIPPED, OriginKind.MANIFEST)
@@ -90,8 +90,10 @@ def test_diff_of_two_builds(make_host: HostFactory, homes: dict[str, Path]) -> N
     with host.routed(homes["B"], scope={"SHARED": "other-value", "NEW": "n-value"}):
         b = snapshot_of(host.explain({**base, "OPENAI_API_KEY": "k"}), home="B")
     entries = diff_snapshots(a, b)
-    assert [(e.key, e.change) for e in entries] == [("NEW", "added"), ("SHARED", "changed")]
-    assert "scope-value" in entries[1].rule
+    changes = [(e.key, e.change) for e in entries]
+    assert changes == [("ENVSCOPE_HOME", "added"), ("NEW", "added"), ("SHARED", "changed")]
+    assert "home-var" in entries[0].rule
+    assert "scope-value" in entries[2].rule
     text = format_diff(entries, ("A", "B")) + format_explain(b)
     for value in ("one-value", "other-value", "n-value"):
         assert value not in text

@@ -135,7 +135,8 @@ def test_snapshot_and_diff(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     assert rows["CHATX_WORKSPACE"].split()[1] == "removed"
     assert rows["DEFAULT_MODEL"].split()[1] == "changed"
     assert "scope-value" in rows["DEFAULT_MODEL"]
-    assert out.splitlines()[-1] == "0 added, 1 removed, 1 changed"
+    assert rows["ENVSCOPE_HOME"].split()[1] == "changed"  # each child is told its own home
+    assert out.splitlines()[-1] == "0 added, 1 removed, 2 changed"
     assert_no_values(out)
     code, out, _ = run_cli(capsys, "diff", str(a), str(a))
     assert (code, out.splitlines()[-1]) == (0, "no differences")

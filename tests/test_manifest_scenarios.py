@@ -212,9 +212,10 @@ def test_manifest_never_reclassifies_catalog_names(
     assert policy.tier_of("OPENAI_API_KEY") is Tier.TIER2
     assert policy.tier_of("ANTHROPIC_API_KEY") is Tier.TIER2
     base = {"OPENAI_API_KEY": "o", "ANTHROPIC_API_KEY": "a"}
-    with host.routed(homes["B"], scope=base):
-        assert host.build_subprocess_env({}, surface=Surface.CREDENTIALED) == base
-        assert host.build_subprocess_env({}) == {}
+    with host.routed(homes["B"], scope=base) as binding:
+        told = {"ENVSCOPE_HOME": binding.home}
+        assert host.build_subprocess_env({}, surface=Surface.CREDENTIALED) == {**base, **told}
+        assert host.build_subprocess_env({}) == told
 
 
 @pytest.mark.parametrize(

@@ -442,7 +442,8 @@ class HostMachine(RuleBasedStateMachine):
         residue = self.residue()
         supplied = {n.upper() for n in (*self.supplied, *(self.sources[target] if bound else ()))}
         mcp = surface is Surface.MCP
-        pinned = HOME_VAR if surface is Surface.WORKER else None  # the worker's home variable
+        # A routed child (any surface) and a worker are told their own home.
+        pinned = HOME_VAR if routed or surface is Surface.WORKER else None
 
         def declared(up: str) -> bool:
             return self.tier(target, up) is not None or (routed and self.tier("A", up) is not None)
@@ -455,13 +456,18 @@ class HostMachine(RuleBasedStateMachine):
             return found is Tier.TIER1 or (found is Tier.TIER2 and not inherits)
 
         # The alias rule may strip a kept variable whose value (8+ characters) equals the
-        # value of a declared name that did not reach the child.
-        inputs = (*source.items(), *scope.items(), *self.managed.items())
-        secret_values = {v for k, v in inputs if declared(k.upper()) and k.upper() not in out}
+        # value of a declared name, unless the child holds that value under a declared name.
+        launch_loads = (*self.dotenv["A"].items(), *self.sources["A"].items())
+        inputs = (*source.items(), *scope.items(), *self.managed.items(), *launch_loads)
+        held = {v for up, (_, v) in out.items() if declared(up)}
+        secret_values = {v for k, v in inputs if declared(k.upper()) and v not in held}
+        own = upper_map(scope)
 
         def may_lose(up: str, value: str) -> bool:
             if up.startswith(FORCE) or stripped(up) or up == pinned:
                 return True
+            if routed and self.tier("A", up) is not None and own.get(up) != value:
+                return True  # a launch-declared name: only the routed profile's own value passes
             if len(value) >= 8 and value in secret_values:
                 return True
             allowed = up in MCP_SAFE or up in supplied or up.startswith("XDG_")
@@ -479,7 +485,7 @@ class HostMachine(RuleBasedStateMachine):
             if routed and up in overlay and up != pinned:
                 assert value == overlay[up], f"{up}: the routed scope or managed value lost"
             if mcp:
-                assert up in MCP_SAFE or up in supplied or up.startswith("XDG_"), up
+                assert up in MCP_SAFE or up in supplied or up.startswith("XDG_") or up == pinned, up
                 assert not value.startswith("()"), f"a shell function reached MCP as {up}"
         if pinned and not stripped(pinned):
             home = str(self.path(target))
