@@ -1,12 +1,24 @@
-"""Value aliases: a secret copied under another name does not survive (issue 6, item 2)."""
+"""Value aliases: a secret copied under another name does not survive (DESIGN.md §3)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from envscope import FORCE_PREFIX, Reason, Surface, Trace
+from envscope import (
+    FORCE_PREFIX,
+    Catalog,
+    Host,
+    Inherit,
+    Reason,
+    StaticSource,
+    Surface,
+    SurfacePolicy,
+    Trace,
+)
 from tests.conftest import HostFactory
 
 SECRET = "sk-live-0123456789abcdef"
@@ -78,3 +90,145 @@ def test_opt_out(make_host: HostFactory) -> None:
     """strip_value_aliases=False keeps aliases (for the rare host where it over-strips)."""
     host = make_host(strip_value_aliases=False)
     assert host.build_subprocess_env({"OPENAI_API_KEY": SECRET, "FOO": SECRET}) == {"FOO": SECRET}
+
+
+# -- the alias rule is decided by value, after every filter (issue 10, item 2) --
+
+COPY = "COPY_OF_IT"
+
+
+def _host_with(make_host: HostFactory, homes: dict[str, Path], how: str) -> tuple[Host, dict]:
+    """A host whose child would keep ``COPY_OF_IT`` (= a Tier 1 value) by ``how``; build kwargs."""
+    environ = {"PATH": "/b", "GITHUB_TOKEN": SECRET}
+    kwargs: dict[str, object] = {}
+    host_kwargs: dict[str, object] = {}
+    if how == "base":
+        environ[COPY] = SECRET
+    elif how == "passthrough":
+        environ[COPY] = SECRET
+        kwargs["passthrough"] = [COPY]
+    elif how == "mcp-passthrough":
+        environ[COPY] = SECRET
+        kwargs.update(passthrough=[COPY], surface=Surface.MCP)
+    elif how == "mcp-extra":
+        kwargs.update(extra={COPY: SECRET}, surface=Surface.MCP)
+    elif how == "extra":
+        kwargs["extra"] = {COPY: SECRET}
+    elif how == "include":
+        environ[COPY] = SECRET
+        policy = SurfacePolicy(inherit=Inherit.NONE, include=(COPY,))
+        host_kwargs["surface_policies"] = {Surface.SCRIPT: policy}
+        kwargs["surface"] = Surface.SCRIPT
+    elif how == "surface-set":
+        policy = SurfacePolicy(set_env={COPY: SECRET})
+        host_kwargs["surface_policies"] = {Surface.SCRIPT: policy}
+        kwargs["surface"] = Surface.SCRIPT
+    elif how == "popped-after-load":
+        (homes["A"] / ".env").write_text(f"GITHUB_TOKEN={SECRET}\n{COPY}=${{GITHUB_TOKEN}}\n")
+        del environ["GITHUB_TOKEN"]
+    elif how == "mcp-supplied":
+        environ[COPY] = SECRET
+        kwargs["surface"] = Surface.MCP
+    host = make_host(environ, **host_kwargs)
+    if how == "mcp-supplied":
+        host.add_secret_source(StaticSource("vault", {str(homes["A"]): {COPY: SECRET}}))
+    host.load_launch_env()
+    if how == "popped-after-load":
+        assert host._environ.pop("GITHUB_TOKEN") == SECRET  # the host's own hardening
+    return host, kwargs
+
+
+KEEP_PATHS = [
+    "base",
+    "passthrough",
+    "mcp-passthrough",
+    "mcp-extra",
+    "extra",
+    "include",
+    "surface-set",
+    "popped-after-load",
+    "mcp-supplied",
+]
+
+
+@pytest.mark.parametrize("routed", [False, True], ids=["launch", "routed"])
+@pytest.mark.parametrize("how", KEEP_PATHS)
+def test_copy_of_a_secret_never_survives_whatever_kept_it(
+    make_host: HostFactory, homes: dict[str, Path], how: str, routed: bool
+) -> None:
+    """Whatever path keeps a copy (allowlist, include, passthrough, set, popped): it is stripped."""
+    host, kwargs = _host_with(make_host, homes, how)
+    trace = Trace()
+    if routed:
+        with host.routed(homes["B"]):
+            env = host.build_subprocess_env(trace=trace, **kwargs)  # type: ignore[arg-type]
+    else:
+        env = host.build_subprocess_env(trace=trace, **kwargs)  # type: ignore[arg-type]
+    assert SECRET not in env.values(), how
+    assert COPY not in env
+    untraced = host.build_subprocess_env(**kwargs)  # type: ignore[arg-type]
+    assert SECRET not in untraced.values()
+
+
+def test_launch_key_under_another_name_never_reaches_a_routed_credentialed_child(
+    make_host: HostFactory, homes: dict[str, Path]
+) -> None:
+    """(c) B has its own OPENAI_API_KEY: the launch value under another name is still stripped."""
+    launch_value = "sk-launch-aaaaaaaaaaaaaaaa"
+    host = make_host({"PATH": "/b", "OPENAI_API_KEY": launch_value, "MY_COPY": launch_value})
+    host.load_launch_env()
+    with host.routed(homes["B"], scope={"OPENAI_API_KEY": "sk-b-own-bbbbbbbbbbbbbbbb"}):
+        env = host.build_subprocess_env(surface=Surface.CREDENTIALED)
+    assert env["OPENAI_API_KEY"] == "sk-b-own-bbbbbbbbbbbbbbbb"
+    assert launch_value not in env.values()
+
+
+def test_a_value_the_child_holds_under_its_declared_name_is_its_own(
+    make_host: HostFactory,
+) -> None:
+    """A credentialed child keeps its key and a copy of it: the value is legitimately its own."""
+    env = make_host({"OPENAI_API_KEY": SECRET, "ALSO": SECRET}).build_subprocess_env(
+        surface=Surface.CREDENTIALED
+    )
+    assert env == {"OPENAI_API_KEY": SECRET, "ALSO": SECRET}
+
+
+secret_text = st.text(alphabet="abcdefghijklmnop0123456789", min_size=8, max_size=16)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    launch=st.dictionaries(
+        st.sampled_from(["OPENAI_API_KEY", "TELEGRAM_BOT_TOKEN", "GITHUB_TOKEN"]),
+        secret_text,
+        min_size=1,
+    ),
+    guesses=st.lists(secret_text, max_size=4),
+    pick=st.integers(min_value=0, max_value=5),
+)
+def test_own_scope_values_are_no_oracle_and_launch_values_never_leak(
+    tmp_path_factory: pytest.TempPathFactory,
+    launch: dict[str, str],
+    guesses: list[str],
+    pick: int,
+) -> None:
+    """(c)+(d): B's own keys arrive whatever the launch secrets are; no launch secret leaks."""
+    root = tmp_path_factory.mktemp("oracle")
+    a, b = root / "A", root / "B"
+    a.mkdir()
+    b.mkdir()
+    values = list(launch.values())
+    own = {f"GUESS_{i}": g for i, g in enumerate(guesses)}
+    own["GUESS_HIT"] = values[pick % len(values)]  # one guess equals a launch secret
+    children = []
+    for secrets in (launch, {k: v[::-1] + "zz" for k, v in launch.items()}):
+        environ = {"PATH": "/b", **secrets, "OPERATOR_COPY": next(iter(secrets.values()))}
+        host = Host(a, environ=environ, catalog=Catalog.default())
+        host.load_launch_env()
+        with host.routed(b, scope=own):
+            env = host.build_subprocess_env(surface=Surface.CREDENTIALED)
+        for key, value in env.items():
+            if value in secrets.values():
+                assert own.get(key) == value, f"launch secret leaked as {key}"
+        children.append({k: v for k, v in env.items() if k in own})
+    assert children[0] == children[1] == own  # the same own keys, whatever the launch holds
