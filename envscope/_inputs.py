@@ -101,10 +101,33 @@ def coerce_extra(extra: Mapping[str, object] | None) -> dict[str, str]:
     return out
 
 
-def snapshot_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """One consistent copy of a (possibly live, possibly churning) mapping."""
+def snapshot_env(environ: Mapping[str, str], what: str = "base") -> dict[str, str]:
+    """One consistent copy of a (possibly live, possibly churning) mapping of strings.
+
+    Anything but a mapping of strings to strings is a ``ConfigurationError``
+    naming ``what`` (and the key, never a value).
+    """
     if type(environ) is dict:
-        return environ.copy()  # atomic under the GIL
+        copy = environ.copy()  # atomic under the GIL
+    elif isinstance(environ, Mapping):
+        copy = _copy_live(environ)
+    else:
+        raise ConfigurationError(
+            f"{what} must be a mapping of names to values, not a {type(environ).__name__}"
+        )
+    if not all(type(k) is str and type(v) is str for k, v in copy.items()):
+        for key, value in copy.items():
+            if not isinstance(key, str):
+                raise ConfigurationError(f"{what}: a name is a {type(key).__name__}, not a string")
+            if not isinstance(value, str):
+                raise ConfigurationError(
+                    f"{what}: {key!r} holds a {type(value).__name__}, not a string"
+                )
+    return copy
+
+
+def _copy_live(environ: Mapping[str, str]) -> dict[str, str]:
+    """``dict(environ)``, retried while another thread changes its size."""
     for _ in range(8):
         try:
             return dict(environ)

@@ -321,7 +321,7 @@ class Host:
             if scope is None:
                 values, origins, names = self._build_scope(identity)
             else:
-                values = dict(scope)
+                values = snapshot_env(scope, "scope")
                 caller = Origin(OriginKind.CALLER, "scope passed to routed()")
                 origins = {norm(k): caller for k in values}
                 names = frozenset()
@@ -433,9 +433,12 @@ class Host:
         """Build one child env: strip residue → overlay scope → managed keys → sanitise."""
         surface = _surface(surface)
         passthrough = name_list(passthrough, "passthrough", allow_empty=True)
-        snapshot = snapshot_env(self._environ if base is None else base)
-        # The process env too (the alias rule knows its secrets) when the caller passed a base.
-        process = snapshot if base is None else snapshot_env(self._environ)
+        if base is None:
+            snapshot = process = snapshot_env(self._environ, "environ")
+        else:
+            snapshot = snapshot_env(base)
+            # The process env too: the alias rule knows its secrets whatever the base holds.
+            process = snapshot_env(self._environ, "environ")
         extras = coerce_extra(extra)
         if not scrub:
             return {**snapshot, **extras}

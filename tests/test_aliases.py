@@ -163,10 +163,10 @@ def test_copy_of_a_secret_never_survives_whatever_kept_it(
         with host.routed(homes["B"]):
             env = host.build_subprocess_env(trace=trace, **kwargs)  # type: ignore[arg-type]
     else:
-        env = host.build_subprocess_env(trace=trace, **kwargs)  # type: ignore[arg-type]
+        env = host.build_subprocess_env(trace=trace, **kwargs)
     assert SECRET not in env.values(), how
     assert COPY not in env
-    untraced = host.build_subprocess_env(**kwargs)  # type: ignore[arg-type]
+    untraced = host.build_subprocess_env(**kwargs)
     assert SECRET not in untraced.values()
 
 

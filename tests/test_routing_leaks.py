@@ -101,7 +101,9 @@ def test_a_routed_child_is_told_its_own_home_on_every_surface(
 ) -> None:
     """Every routed child gets home_env_var = its own home, never the process's launch value."""
     host = make_host(
-        {"PATH": "/b", "AGENT_HOME": str(homes["A"])}, home_env_var="AGENT_HOME", multiplex=multiplex
+        {"PATH": "/b", "AGENT_HOME": str(homes["A"])},
+        home_env_var="AGENT_HOME",
+        multiplex=multiplex,
     )
     host.load_launch_env()
     with host.routed(homes["B"]) as binding:
