@@ -97,7 +97,9 @@ def test_opt_out(make_host: HostFactory) -> None:
 COPY = "COPY_OF_IT"
 
 
-def _host_with(make_host: HostFactory, homes: dict[str, Path], how: str) -> tuple[Host, dict]:
+def _host_with(
+    make_host: HostFactory, homes: dict[str, Path], how: str
+) -> tuple[Host, dict[str, object]]:
     """A host whose child would keep ``COPY_OF_IT`` (= a Tier 1 value) by ``how``; build kwargs."""
     environ = {"PATH": "/b", "GITHUB_TOKEN": SECRET}
     kwargs: dict[str, object] = {}
@@ -163,10 +165,10 @@ def test_copy_of_a_secret_never_survives_whatever_kept_it(
         with host.routed(homes["B"]):
             env = host.build_subprocess_env(trace=trace, **kwargs)  # type: ignore[arg-type]
     else:
-        env = host.build_subprocess_env(trace=trace, **kwargs)
+        env = host.build_subprocess_env(trace=trace, **kwargs)  # type: ignore[arg-type]
     assert SECRET not in env.values(), how
     assert COPY not in env
-    untraced = host.build_subprocess_env(**kwargs)
+    untraced = host.build_subprocess_env(**kwargs)  # type: ignore[arg-type]
     assert SECRET not in untraced.values()
 
 

@@ -53,7 +53,9 @@ def test_no_force_prefixed_key_reaches_a_child(
     a, b = root / "A", root / "B"
     a.mkdir()
     b.mkdir()
-    policies = {s: SurfacePolicy(set_env=set_env) for s in Surface if s is not Surface.MCP}
+    policies: dict[Surface | str, SurfacePolicy] = {
+        s: SurfacePolicy(set_env=set_env) for s in Surface if s is not Surface.MCP
+    }
     host = Host(
         a,
         environ={"PATH": "/b", **base},
