@@ -164,6 +164,7 @@ def build_subprocess_env(
     passthrough: Sequence[str] = (),
     scrub: bool = True,
     trace: Trace | None = None,
+    grant: Sequence[str] = (),
 ) -> dict[str, str]:
     """Build a child env with the default host (see ``Host.build_subprocess_env``)."""
     return default_host().build_subprocess_env(
@@ -175,4 +176,5 @@ def build_subprocess_env(
         passthrough=passthrough,
         scrub=scrub,
         trace=trace,
+        grant=grant,
     )

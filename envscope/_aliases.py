@@ -89,6 +89,7 @@ def strip_aliases(
     declare: Declare,
     own: Mapping[str, str],
     exempt: Collection[str],
+    granted: Collection[str] = (),
     trace: Trace | None = None,
 ) -> None:
     """Strip (in place) every key whose value is a secret this child may not receive.
@@ -97,7 +98,9 @@ def strip_aliases(
     child holds under a declared name it kept is its own to have. ``own``
     is the routed profile's own values (upper-cased name → value): such a
     key is compared with the scope's secrets only. ``exempt`` names are
-    never stripped here.
+    never stripped here. ``granted`` names (an MCP server's env block) are
+    kept by the operator's word, not by a rule: they never make a value the
+    child's own, and a refusal says how to grant it.
     """
     if not secrets:
         return
@@ -105,7 +108,7 @@ def strip_aliases(
     held = {
         value
         for up, (_, value) in out.items()
-        if (value in host or value in scope) and declare(up) is not None
+        if (value in host or value in scope) and up not in granted and declare(up) is not None
     }
     for up, (key, value) in list(out.items()):
         if up in exempt or value in held:
@@ -117,6 +120,8 @@ def strip_aliases(
             continue
         if trace is not None:
             note = f"same value as {decl.name}"
+            if up in granted:
+                note = f"the value is the host's {decl.name}; grant it to pass"
             reason = Reason.ALIAS_OF
             trace.record(
                 key, Action.STRIPPED, Stage.SANITIZE, reason, decl.origin, note, value=value

@@ -59,6 +59,9 @@ class SanitizeOptions:
     own: Mapping[str, str] = field(default_factory=dict)
     launch_env: Entries = field(default_factory=dict)
     secrets: SecretValues | None = None
+    # On the mcp surface ``extra`` is the server's env block: the operator's grant.
+    extra_is_grant: bool = False
+    grant: frozenset[str] = frozenset()  # upper-cased block keys whose host-secret value passes
 
     def __repr__(self) -> str:
         return "SanitizeOptions(...)"  # holds values: never shown
@@ -110,19 +113,33 @@ def sanitize(
     _resolve_passthrough(out, policy, options, trace)
     forced = _unwrap_forced(out, policy, options, trace)
     if options.secrets is not None:
-        exempt = {*forced, *(k.upper() for k in options.pinned)}
+        exempt = {*forced, *(k.upper() for k in options.pinned), *options.grant}
 
         def declare(up: str) -> Declaration | None:
             return options.declaration(policy, up)
 
         strip_aliases(
-            out, options.secrets, declare=declare, own=options.own, exempt=exempt, trace=trace
+            out,
+            options.secrets,
+            declare=declare,
+            own=options.own,
+            exempt=exempt,
+            granted=_granted(out, options),
+            trace=trace,
         )
     if options.drop_shell_functions:
         functions = [up for up, (_, value) in out.items() if value.startswith("()")]
         _drop(out, functions, Reason.SHELL_FUNCTION, trace)
     _drop(out, [u for u in out if _is_forced(u)], Reason.FORCE_PREFIX_IN_BASE, trace)
     return from_entries(out)
+
+
+def _granted(out: Entries, options: SanitizeOptions) -> frozenset[str]:
+    """Upper-cased keys of ``out`` that hold the server's env block value as configured."""
+    if not options.extra_is_grant:
+        return frozenset()
+    block = {k.upper(): v for k, v in options.extra.items()}
+    return frozenset(up for up, (_, value) in out.items() if block.get(up) == value)
 
 
 def _drop(out: Entries, ups: Iterable[str], reason: Reason, trace: Trace | None) -> None:
@@ -197,9 +214,15 @@ def _strip_tiers(
 ) -> None:
     """Stage 4 (d): Tier 1 always, Tier 2 unless credentials are inherited."""
     inherit = options.inherit_credentials
+    granted = _granted(out, options)
     for up, (key, value) in list(out.items()):
         decl = options.declaration(policy, up, value)
         if decl is None:
+            continue
+        if up in granted:
+            if trace is not None:
+                reason = Reason.SERVER_GRANT
+                trace.record(key, Action.KEPT, Stage.SANITIZE, reason, _CALLER, value=value)
             continue
         if decl.tier is Tier.TIER2 and inherit:
             if trace is not None:

@@ -429,10 +429,20 @@ class Host:
         passthrough: Sequence[str] = (),
         scrub: bool = True,
         trace: Trace | None = None,
+        grant: Sequence[str] = (),
     ) -> dict[str, str]:
-        """Build one child env: strip residue → overlay scope → managed keys → sanitise."""
+        """Build one child env: strip residue → overlay scope → managed keys → sanitise.
+
+        On the ``mcp`` surface ``extra`` is the server's env block, the
+        operator's grant to that one server: its names pass as configured,
+        except a value that is a secret the host holds (unless the key is in
+        ``grant``), an injection vector, or an exported shell function.
+        """
         surface = _surface(surface)
         passthrough = name_list(passthrough, "passthrough", allow_empty=True)
+        granted = frozenset(map(norm, name_list(grant, "grant")))
+        if granted and surface is not Surface.MCP:
+            raise ConfigurationError("grant: only the mcp surface takes a server's env block grant")
         if base is None:
             snapshot = process = snapshot_env(self._environ, "environ")
         else:
@@ -467,6 +477,7 @@ class Host:
                 strip_launch_profile,
                 tuple(passthrough),
                 tuple(extras.items()),  # each MCP server's env block is its own shape
+                granted,
                 trace is not None,  # a traced build keeps its decisions too
             )
             same = (policy, self._managed_values, self._keep(), self._launch_values)
@@ -481,7 +492,7 @@ class Host:
                 record_into = Trace(fingerprint=keep_value)
         child = self._build(
             snapshot, process, extras, binding, target, routed, policy, supplied, surface,
-            inherit_credentials, strip_launch_profile, passthrough, record_into,
+            inherit_credentials, strip_launch_profile, passthrough, granted, record_into,
         )  # fmt: skip
         if memo is not None:
             recording = None
@@ -507,6 +518,7 @@ class Host:
         inherit_credentials: bool,
         strip_launch_profile: bool,
         passthrough: Sequence[str],
+        granted: frozenset[str],
         trace: Trace | None,
     ) -> dict[str, str]:
         """The four stages of one build (``build_subprocess_env`` has checked and memoised)."""
@@ -566,6 +578,8 @@ class Host:
             own=_own_values(binding) if routed else {},
             launch_env=parent,
             secrets=SecretValues() if self._strip_value_aliases else None,
+            extra_is_grant=surface is Surface.MCP,
+            grant=granted,
         )
         if options.secrets is not None:
             self._collect_secrets(options, policy, snapshot, process, scope, surface_set)
@@ -604,7 +618,8 @@ class Host:
 
         for values in (snapshot, process, self._launch_values, self._managed_values or {}):
             secrets.collect(values.items(), declare)
-        secrets.collect(options.extra.items(), declare)
+        if not options.extra_is_grant:  # an MCP server's block holds the operator's literals
+            secrets.collect(options.extra.items(), declare)
         secrets.collect(surface_set.items(), declare)
         secrets.collect(scope.items(), policy.declaration, scope=True)
 

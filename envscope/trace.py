@@ -86,6 +86,7 @@ class Reason(enum.Enum):
     TOO_LARGE = "too-large"
     INVALID_NAME = "invalid-name"
     INJECTION_VECTOR = "injection-vector"
+    SERVER_GRANT = "server-grant"
 
     @property
     def sentence(self) -> str:
@@ -115,7 +116,7 @@ _SENTENCES: dict[Reason, str] = {
     Reason.NOT_ALLOWLISTED: "not on this surface's allowlist",
     Reason.SHELL_FUNCTION: "an exported shell function never reaches this surface",
     Reason.CASE_DUPLICATE: "another key differing only in case was kept",
-    Reason.HOME_VAR: "the worker's target home",
+    Reason.HOME_VAR: "the child's own home",
     Reason.UNSCRUBBED: "scrubbing turned off by the caller",
     Reason.NOT_INHERITED: "this surface's policy does not inherit it",
     Reason.EXCLUDED: "excluded by this surface's policy",
@@ -126,6 +127,7 @@ _SENTENCES: dict[Reason, str] = {
     Reason.INVALID_NAME: "not a valid environment entry (a name with '=' or NUL, or a NUL value)",
     Reason.INJECTION_VECTOR: "changes how a child's loader, shell or interpreter starts; "
     "only the launch env or the host may set it",
+    Reason.SERVER_GRANT: "granted by the server's env block",
 }
 
 # How Trace.summary() groups the reasons a key was removed.

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from envscope import EnvValueError, StaticSource, Surface
+from envscope import Action, ConfigurationError, EnvValueError, Reason, StaticSource, Surface, Trace
 from envscope.surfaces import (
     MCP_SAFE_NAMES_POSIX,
     MCP_SAFE_NAMES_WINDOWS,
@@ -75,12 +75,73 @@ def test_mcp_windows_list_is_case_insensitive(make_host: HostFactory) -> None:
     assert env == {"SystemRoot": "C:\\Windows", "Path": "C:\\bin"}
 
 
-def test_mcp_env_block_cannot_carry_declared_secrets(make_host: HostFactory) -> None:
-    """Declared names in an env: block are stripped like any extra."""
-    env = make_host().build_subprocess_env(
-        {}, surface=Surface.MCP, extra={"TELEGRAM_BOT_TOKEN": "t", "OPENAI_API_KEY": "k"}
+HOST_TOKEN = "ghp_host0000000000000000000000"
+LITERAL = "ghp_operator111111111111111111"
+
+
+@pytest.mark.parametrize("routed", [False, True], ids=["launch", "routed"])
+def test_mcp_env_block_is_the_operators_grant(
+    make_host: HostFactory, homes: dict[str, Path], routed: bool
+) -> None:
+    """S49: a literal token in the server's env block reaches it, Tier 1 name or not."""
+    host = make_host({"PATH": "/b", "GITHUB_TOKEN": HOST_TOKEN})
+    block = {"GITHUB_PERSONAL_ACCESS_TOKEN": LITERAL, "OPENAI_API_KEY": "sk-server-own-key"}
+    trace = Trace()
+    if routed:
+        with host.routed(homes["B"]):
+            env = host.build_subprocess_env(surface=Surface.MCP, extra=block, trace=trace)
+    else:
+        env = host.build_subprocess_env(surface=Surface.MCP, extra=block, trace=trace)
+    assert env["GITHUB_PERSONAL_ACCESS_TOKEN"] == LITERAL
+    assert env["OPENAI_API_KEY"] == "sk-server-own-key"
+    assert "GITHUB_TOKEN" not in env
+    decision = trace.final()["GITHUB_PERSONAL_ACCESS_TOKEN"]
+    assert decision.reason is Reason.SERVER_GRANT
+    assert decision.reason.sentence == "granted by the server's env block"
+
+
+@pytest.mark.parametrize("source", ["process", "scope"])
+def test_mcp_env_block_copying_a_host_secret_is_refused_until_granted(
+    make_host: HostFactory, homes: dict[str, Path], source: str
+) -> None:
+    """S50: a block value equal to the host's own token is refused, naming it; grant= passes it."""
+    environ = {"PATH": "/b", "GITHUB_TOKEN": HOST_TOKEN} if source == "process" else {"PATH": "/b"}
+    host = make_host(environ)
+    block = {"GITHUB_PERSONAL_ACCESS_TOKEN": HOST_TOKEN}
+    with host.routed(homes["B"], scope={"GITHUB_TOKEN": HOST_TOKEN} if source == "scope" else None):
+        trace = Trace()
+        env = host.build_subprocess_env(surface=Surface.MCP, extra=block, trace=trace)
+        assert HOST_TOKEN not in env.values()
+        decision = trace.final()["GITHUB_PERSONAL_ACCESS_TOKEN"]
+        assert decision.action is Action.STRIPPED
+        assert decision.note == "the value is the host's GITHUB_TOKEN; grant it to pass"
+        granted = host.build_subprocess_env(
+            surface=Surface.MCP, extra=block, grant=["GITHUB_PERSONAL_ACCESS_TOKEN"]
+        )
+    assert granted["GITHUB_PERSONAL_ACCESS_TOKEN"] == HOST_TOKEN
+    assert "GITHUB_TOKEN" not in granted
+
+
+@pytest.mark.parametrize("name", ["LD_PRELOAD", "BASH_FUNC_ls%%", "DYLD_INSERT_LIBRARIES"])
+def test_mcp_env_block_cannot_introduce_an_injection_vector(
+    make_host: HostFactory, name: str
+) -> None:
+    """S51: an injection vector in the block is refused unless the host allows it."""
+    env = make_host().build_subprocess_env(surface=Surface.MCP, extra={name: "/tmp/x.so"})
+    assert name not in env
+    allowed = make_host(allow_injection=[name]).build_subprocess_env(
+        surface=Surface.MCP, extra={name: "/tmp/x.so"}
     )
-    assert env == {}
+    assert allowed[name] == "/tmp/x.so"
+
+
+@pytest.mark.parametrize("surface", [s for s in Surface if s is not Surface.MCP])
+def test_other_surfaces_keep_the_extra_rule(make_host: HostFactory, surface: Surface) -> None:
+    """S52: on every other surface a Tier 1 name in extra is stripped; grant= is refused."""
+    env = make_host().build_subprocess_env(surface=surface, extra={"TELEGRAM_BOT_TOKEN": LITERAL})
+    assert "TELEGRAM_BOT_TOKEN" not in env
+    with pytest.raises(ConfigurationError, match="grant"):
+        make_host().build_subprocess_env(surface=surface, grant=["TELEGRAM_BOT_TOKEN"])
 
 
 def test_source_supplied_names_reach_mcp_with_scope_value(
