@@ -155,7 +155,8 @@ def finish_trace(
     """Close a traced build: ``kept`` for every untouched key, the warnings and the context."""
     ctx = trace.context
     for key in trace.record_untouched(child, global_names):
-        if catalog.is_injection_vector(key):
+        # A global name (TMPDIR is on glibc's list) is an ordinary process-wide setting.
+        if catalog.is_injection_vector(key) and key.upper() not in global_names:
             ctx.warnings.append(
                 f"{key}: the launch env carries a name that changes how a child's "
                 "loader, shell or interpreter starts (kept: it was not introduced)"

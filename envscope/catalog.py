@@ -306,7 +306,9 @@ def _catalog_model() -> type[pydantic.BaseModel]:
         @classmethod
         def _vectors_are_names_or_prefixes(cls, value: list[str]) -> list[str]:
             for i, name in enumerate(value):
-                if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\*?", name):
+                # Bash's exported functions are named BASH_FUNC_f%% or
+                # BASH_FUNC_f() (__BASH_FUNC<f>() on macOS): those characters are allowed.
+                if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_%()<>]*\*?", name):
                     raise ValueError(f"item {i} is not a name or a PREFIX_* glob")
             return value
 
