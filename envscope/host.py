@@ -28,7 +28,7 @@ from envscope._inputs import (
 from envscope._residue_rule import ResidueRule
 from envscope._sanitize import SanitizeOptions, sanitize
 from envscope.catalog import Catalog
-from envscope.errors import RoutingError
+from envscope.errors import ConfigurationError, RoutingError
 from envscope.policy import AdapterCensus, SecretPolicy, build_policy
 from envscope.surfaces import BaseFilter, Surface, SurfacePolicy, mcp_allowlist
 from envscope.trace import Trace, keep_value
@@ -66,6 +66,7 @@ class Host:
         strip_value_aliases: bool = True,
         max_env_bytes: int = DEFAULT_MAX_ENV_BYTES,
         allow_injection: Iterable[str] = (),
+        known_safe: Iterable[str] = (),
     ) -> None:
         self.launch_home = home_identity(launch_home)
         self.multiplex = multiplex
@@ -83,6 +84,9 @@ class Host:
         self._strip_value_aliases = strip_value_aliases
         self._max_env_bytes = max_env_bytes
         self._allow_injection = frozenset(map(norm, allow_injection))
+        if isinstance(known_safe, str):  # a bare string would name its letters
+            raise ConfigurationError("known_safe must be a list of names, not a string")
+        self._known_safe = frozenset(map(norm, known_safe))  # no name-shape warning
         self._lock = threading.Lock()
         self._sources: list[SecretSource] = []
         self._dotenv_keys: set[str] = set()
@@ -122,9 +126,20 @@ class Host:
         )
 
     def add_secret_source(self, source: SecretSource) -> None:
-        """Register a secret source; ``load_launch_env`` and routed scopes consult it."""
+        """Register a secret source; ``load_launch_env`` and routed scopes consult it.
+
+        The names in the source's optional ``credential_names`` become Tier 1 in
+        this host's catalog (every home, every surface); cached policies are dropped.
+        """
+        from envscope.sources import credential_names_of
+
+        names = credential_names_of(source)
         with self._lock:
             self._sources.append(source)
+            if names:
+                detail = f"secret source {source.name}: credential_names"
+                self._catalog = self.catalog.with_names(tier1=names, detail=detail)
+                self._policies.clear()  # built from the old catalog
 
     # -- the launch env --------------------------------------------------
 
@@ -485,6 +500,7 @@ class Host:
                 home=target,
                 surface=surface,
                 routed=routed,
+                known_safe=self._known_safe,
             )
         return child
 
