@@ -9,6 +9,7 @@ catalog: default                 # or a path to a catalog YAML (extends nothing)
 home_env_var: ENVSCOPE_HOME
 multiplex: false
 on_unreadable_platform: raise    # or deny
+known_safe: [DEPLOY_WEBHOOK_SECRET]  # names kept knowingly: no name-shape warning
 surfaces:
   script: {inherit: core, include: ["CI_*"], exclude: ["*_DEBUG"], set: {PAGER: cat}}
 ```
@@ -55,6 +56,7 @@ class HostConfig:
     multiplex: bool = False
     on_unreadable_platform: Literal["raise", "deny"] = "raise"
     surfaces: Mapping[Surface, SurfacePolicy] = field(default_factory=dict)
+    known_safe: tuple[str, ...] = ()
 
     def resolve_home(self, name_or_path: str | None) -> str:
         """A home named in ``homes``, else a path (relative to the working directory)."""
@@ -90,6 +92,7 @@ class HostConfig:
             home_env_var=self.home_env_var,
             on_unreadable_platform=self.on_unreadable_platform,
             surface_policies={s.value: p for s, p in self.surfaces.items()},
+            known_safe=self.known_safe,
         )
 
 
@@ -128,6 +131,7 @@ def _model() -> type[pydantic.BaseModel]:
         multiplex: bool = False
         on_unreadable_platform: Literal["raise", "deny"] = "raise"
         surfaces: dict[SurfaceName, SurfaceDoc] = Field(default_factory=dict)
+        known_safe: list[str] = Field(default_factory=list)
 
     return ConfigDoc
 
@@ -181,4 +185,5 @@ def load_config(path: str) -> HostConfig:
         multiplex=parsed.multiplex,
         on_unreadable_platform=parsed.on_unreadable_platform,
         surfaces=surfaces,
+        known_safe=tuple(parsed.known_safe),
     )

@@ -127,6 +127,7 @@ class Host:
         strip_value_aliases: bool = True,
         max_env_bytes: int = DEFAULT_MAX_ENV_BYTES,
         allow_injection: Iterable[str] = (),
+        known_safe: Iterable[str] = (),
     ) -> None:
         self.launch_home = home_identity(launch_home)
         self.multiplex = multiplex
@@ -152,6 +153,7 @@ class Host:
         self._strip_value_aliases = strip_value_aliases
         self._max_env_bytes = max_env_bytes
         self._allow_injection = frozenset(map(norm, name_list(allow_injection, "allow_injection")))
+        self._known_safe = frozenset(map(norm, name_list(known_safe, "known_safe")))  # no warning
         self._lock = threading.Lock()
         self._sources: list[SecretSource] = []
         self._dotenv_keys: set[str] = set()
@@ -194,9 +196,20 @@ class Host:
         )
 
     def add_secret_source(self, source: SecretSource) -> None:
-        """Register a secret source; ``load_launch_env`` and routed scopes consult it."""
+        """Register a secret source; ``load_launch_env`` and routed scopes consult it.
+
+        The names in the source's optional ``credential_names`` become Tier 1 in
+        this host's catalog (every home, every surface); cached policies are dropped.
+        """
+        from envscope.sources import credential_names_of
+
+        names = credential_names_of(source)
         with self._lock:
             self._sources.append(source)
+            if names:
+                detail = f"secret source {source.name}: credential_names"
+                self._catalog = self.catalog.with_names(tier1=names, detail=detail)
+                self._policies.clear()  # built from the old catalog
 
     # -- the launch env --------------------------------------------------
 
@@ -597,6 +610,7 @@ class Host:
                 home=target,
                 surface=surface,
                 routed=routed,
+                known_safe=self._known_safe,
             )
         return child
 

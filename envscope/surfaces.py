@@ -80,6 +80,7 @@ MCP_SAFE_NAMES_WINDOWS: frozenset[str] = frozenset(
         "PROGRAMDATA",
         "PROGRAMFILES",
         "PROGRAMFILES(X86)",
+        "PROGRAMW6432",  # the 64-bit Program Files a 32-bit process is told (MCP SDKs, hermes)
         "SYSTEMDRIVE",
         "SYSTEMROOT",
         "TEMP",
