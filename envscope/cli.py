@@ -93,12 +93,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _config(args: argparse.Namespace) -> HostConfig:
-    path = find_config(args.config, os.environ)
-    if path is None:
+    choice = find_config(args.config, os.environ)
+    if choice is None:
         raise UsageError(
             "no host config: pass --config, set ENVSCOPE_CONFIG or create ./envscope.yaml"
         )
-    return load_config(path)
+    return load_config(choice.path, trusted=choice.explicit)
 
 
 def _build(config: HostConfig, home_arg: str | None, surface: str) -> Built:
