@@ -55,11 +55,18 @@ def _origin_text(origin: Origin | None, relative_to: str | None) -> str | None:
 
 
 def snapshot_of(
-    trace: Trace, *, home: str, surface: str | None = None, relative_to: str | None = None
+    trace: Trace,
+    *,
+    home: str,
+    surface: str | None = None,
+    relative_to: str | None = None,
+    key_id: str | None = None,
 ) -> JsonDict:
     """The JSON an auditor keeps: keys, final decisions, fingerprints; never a value.
 
-    Origin paths under ``relative_to`` are shown relative to it.
+    Origin paths under ``relative_to`` are shown relative to it; ``key_id``
+    names the fingerprint key (``fingerprint_key_id``) so a diff can tell
+    snapshots made under different keys.
     """
     ctx = trace.context
     child = frozenset(k.upper() for k in ctx.child_keys)
@@ -75,6 +82,7 @@ def snapshot_of(
         }
     return {
         "envscope_snapshot": SNAPSHOT_VERSION,
+        "fingerprint_key_id": key_id,
         "home": home,
         "surface": surface or ctx.surface,
         "routed": ctx.routed,
@@ -168,10 +176,27 @@ def _rule(info: Mapping[str, Any] | None, label: str) -> str:
     return f"{label}: {info['action']} at {info['stage']}, {info['reason']}{origin}"
 
 
+def fingerprints_comparable(a: JsonDict, b: JsonDict) -> bool:
+    """Both snapshots name the same fingerprint key (a snapshot without one compares to none)."""
+    a_id, b_id = a.get("fingerprint_key_id"), b.get("fingerprint_key_id")
+    return a_id is not None and a_id == b_id
+
+
+KEYS_DIFFER_NOTE = (
+    "the two sides were made under different fingerprint keys (or one names no key): "
+    "changed values cannot be told apart, only added and removed keys are listed"
+)
+
+
 def diff_snapshots(
     a: JsonDict, b: JsonDict, *, labels: tuple[str, str] = ("A", "B")
 ) -> list[DiffEntry]:
-    """Keys added to, removed from and changed between two children's envs."""
+    """Keys added to, removed from and changed between two children's envs.
+
+    "Changed" (a different fingerprint) is reported only when both sides were
+    made under the same fingerprint key (``fingerprints_comparable``).
+    """
+    comparable = fingerprints_comparable(a, b)
     a_keys = {k.upper(): (k, v) for k, v in a["keys"].items()}
     b_keys = {k.upper(): (k, v) for k, v in b["keys"].items()}
     a_child = {k.upper() for k in a["child"]}
@@ -187,7 +212,8 @@ def diff_snapshots(
         elif up not in b_child:
             out.append(DiffEntry(key, "removed", why))
         elif (
-            a_info is not None
+            comparable
+            and a_info is not None
             and b_info is not None
             and a_info["fingerprint"] != b_info["fingerprint"]
         ):
@@ -195,10 +221,14 @@ def diff_snapshots(
     return out
 
 
-def format_diff(entries: Iterable[DiffEntry], labels: tuple[str, str]) -> str:
-    """A table of differences (or a line saying there are none)."""
+def format_diff(
+    entries: Iterable[DiffEntry], labels: tuple[str, str], *, comparable: bool = True
+) -> str:
+    """A table of differences (or a line saying there are none), with the key note."""
     items = list(entries)
     head = f"envscope diff: {labels[0]} → {labels[1]}"
+    if not comparable:
+        head += f"\nnote: {KEYS_DIFFER_NOTE}"
     if not items:
         return f"{head}\n\nno differences\n"
     rows = [["KEY", "CHANGE", "WHY"], *([e.key, e.change, e.rule] for e in items)]

@@ -48,7 +48,10 @@ class Built:
     def snapshot(self) -> dict[str, Any]:
         """The JSON snapshot of this build (keys, decisions, fingerprints)."""
         return _report.snapshot_of(
-            self.trace, home=self.config.home_name(self.home), relative_to=os.getcwd()
+            self.trace,
+            home=self.config.home_name(self.home),
+            relative_to=os.getcwd(),
+            key_id=self.host.fingerprint_key_id(),
         )
 
 
@@ -184,14 +187,19 @@ def _load_operand(args: argparse.Namespace, operand: str) -> dict[str, Any]:
 
 def _cmd_diff(args: argparse.Namespace) -> int:
     labels = (args.a, args.b)
-    entries = _report.diff_snapshots(
-        _load_operand(args, args.a), _load_operand(args, args.b), labels=labels
-    )
+    snap_a, snap_b = _load_operand(args, args.a), _load_operand(args, args.b)
+    entries = _report.diff_snapshots(snap_a, snap_b, labels=labels)
+    comparable = _report.fingerprints_comparable(snap_a, snap_b)
     if args.json:
-        payload = {"a": args.a, "b": args.b, "differences": [vars(e) for e in entries]}
+        payload = {
+            "a": args.a,
+            "b": args.b,
+            "fingerprints_comparable": comparable,
+            "differences": [vars(e) for e in entries],
+        }
         print(_report.format_json(payload), end="")
     else:
-        print(_report.format_diff(entries, labels), end="")
+        print(_report.format_diff(entries, labels, comparable=comparable), end="")
     return 1 if entries else 0
 
 

@@ -109,7 +109,7 @@ class HostConfig:
 
 @dataclass(frozen=True)
 class ConfigChoice:
-    """Where the config comes from: ``explicit`` (``--config``/``$ENVSCOPE_CONFIG``) or discovered."""
+    """The config's path, and whether it was named (``--config``, ``$ENVSCOPE_CONFIG``)."""
 
     path: str
     explicit: bool

@@ -1,4 +1,4 @@
-"""Config trust: a discovered config and what it names must be ours; every config file is read safely."""
+"""Config trust: a discovered config and what it names must be ours; every file is read safely."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ FILE, DIR = stat.S_IFREG | 0o644, stat.S_IFDIR | 0o755
 def test_trust_rule_table_through_the_seam(
     tmp_path: Path, file_stat: FakeStat, dir_stat: FakeStat, expected: str | None
 ) -> None:
-    """Owner must be the caller or root, no group/other write bit, for the file and its directory."""
+    """Owner is the caller or root, no group/other write bit: for the file and its directory."""
     path = str(tmp_path / "envscope.yaml")
 
     def fake(where: str) -> FakeStat:
@@ -81,13 +81,14 @@ def test_trust_rule_table_through_the_seam(
     if expected is None:
         assert reason is None
     else:
-        assert reason is not None and expected in reason
+        assert reason is not None
+        assert expected in reason
 
 
 def test_discovered_config_refused_through_the_seam(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A discovered config another uid owns (faked by the stat seam) exits 2 naming file and rule."""
+    """A discovered config another uid owns (the stat seam) exits 2 naming file and rule."""
     config = make_setup(tmp_path / "cfg")
     monkeypatch.chdir(config.parent)
 
@@ -98,7 +99,9 @@ def test_discovered_config_refused_through_the_seam(
     monkeypatch.setattr(_trusted_file, "_stat", other_owner)
     assert main(["explain"]) == 2
     err = capsys.readouterr().err
-    assert "envscope.yaml" in err and RULE in err and "uid 4242" in err
+    assert "envscope.yaml" in err
+    assert RULE in err
+    assert "uid 4242" in err
 
 
 TARGETS = ["config", "directory", "catalog", "managed"]
@@ -134,7 +137,7 @@ def test_discovered_config_trust_matrix(
     target: str,
     fault: str,
 ) -> None:
-    """Discovered: each of config/dir/catalog/managed untrusted → exit 2 naming it; explicit runs."""
+    """Discovered: config/dir/catalog/managed untrusted → exit 2 naming it; explicit runs."""
     config = make_setup(tmp_path / "cfg")
     monkeypatch.chdir(config.parent)
     assert main(["explain"]) == 0, capsys.readouterr().err  # the healthy setup is trusted
@@ -232,7 +235,8 @@ def test_yaml_files_share_the_manifest_reader_limits(
     with pytest.raises(error) as info:
         _load(kind, path)
     assert needle in str(info.value)
-    assert info.value.__context__ is None and info.value.__cause__ is None
+    assert info.value.__context__ is None
+    assert info.value.__cause__ is None
     if line is not None:
         assert info.value.line == line
 
@@ -251,7 +255,8 @@ def test_pydantic_error_names_the_line(tmp_path: Path) -> None:
     path.write_text("launch_home: a\n\nmultiplex: 'sekrit-value-xyz'\n")
     with pytest.raises(ConfigFileError) as info:
         load_config(str(path))
-    assert info.value.line == 3 and info.value.field == "multiplex"
+    assert info.value.line == 3
+    assert info.value.field == "multiplex"
     assert "sekrit-value-xyz" not in repr(info.value.args)
 
 
@@ -287,10 +292,13 @@ def test_config_planted_by_another_user_is_refused(
         shared.mkdir()
         shared.chmod(0o1777)  # a world-writable sticky directory, like /tmp
         proc = run_as_nobody(PLANT, str(top))
-        assert proc.returncode == 0 and "planted" in proc.stdout, proc.stderr
+        assert proc.returncode == 0, proc.stderr
+        assert "planted" in proc.stdout
         monkeypatch.chdir(top / where)
         assert (top / where / "envscope.yaml").stat().st_uid == NOBODY
         assert main(["run", "--", "true"]) == 2
         err = capsys.readouterr().err
-        assert "envscope.yaml" in err and RULE in err
-        assert str(top / where / "envscope.yaml") in err and f"owned by uid {NOBODY}" in err
+        assert "envscope.yaml" in err
+        assert RULE in err
+        assert str(top / where / "envscope.yaml") in err
+        assert f"owned by uid {NOBODY}" in err
