@@ -20,6 +20,7 @@ from typing import Any
 
 from envscope import _report
 from envscope._declarations import Problem, Tier
+from envscope._trusted_file import read_file
 from envscope.config import HostConfig, find_config, load_config
 from envscope.errors import EnvscopeError
 from envscope.host import Host
@@ -33,6 +34,15 @@ SURFACES = [s.value for s in Surface]
 
 class UsageError(Exception):
     """A command-line mistake (exit code 2)."""
+
+
+def _usage_error(path: str, message: str) -> UsageError:
+    return UsageError(f"{path}: {message}")
+
+
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
+"""The largest snapshot file read (larger is refused, never cut)."""
+_NOT_JSON = object()
 
 
 @dataclass
@@ -168,16 +178,16 @@ def _load_operand(args: argparse.Namespace, operand: str) -> dict[str, Any]:
         if surface and surface not in SURFACES:
             raise UsageError(f"{operand}: unknown surface {surface!r}")
         return _build(_config(args), name or None, surface or "terminal").snapshot()
+    if operand == "-":
+        raw: str | bytes = sys.stdin.read()
+    else:
+        raw = read_file(operand, max_bytes=MAX_SNAPSHOT_BYTES, error=_usage_error, what="snapshot")
     try:
-        if operand == "-":
-            data = json.load(sys.stdin)
-        else:
-            with open(operand, encoding="utf-8") as fh:
-                data = json.load(fh)
-    except OSError as exc:
-        raise UsageError(f"{operand}: cannot read snapshot: {exc.strerror}") from None
-    except ValueError:
-        raise UsageError(f"{operand}: not a JSON snapshot") from None
+        data = json.loads(raw)
+    except ValueError:  # UnicodeDecodeError included; raised below, outside the handler
+        data = _NOT_JSON
+    if data is _NOT_JSON:
+        raise UsageError(f"{operand}: not a JSON snapshot")
     if not isinstance(data, dict) or data.get("envscope_snapshot") != _report.SNAPSHOT_VERSION:
         raise UsageError(
             f"{operand}: not an envscope snapshot (version {_report.SNAPSHOT_VERSION})"
@@ -213,12 +223,9 @@ def _scan_plugin(directory: str) -> _report.ScanReport:
             break
     else:
         raise UsageError(f"{directory}: no plugin.yaml or plugin.yml")
+    data = read_file(path, max_bytes=MAX_MANIFEST_BYTES, error=_usage_error, what="manifest")
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_MANIFEST_BYTES + 1)
         manifest = parse_manifest(data, path)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read manifest: {exc.strerror}") from None
     except ManifestError as exc:
         problem = Problem(exc.path, exc.message, exc.line, exc.field)
         return _report.ScanReport(directory, {}, [problem])
