@@ -179,7 +179,7 @@ def _extra_nul(d: Path, s: str) -> None:
 
 
 def _extra_not_scalar(d: Path, s: str) -> None:
-    Host(d, environ={}).build_subprocess_env({}, extra={"K": [s]})  # type: ignore[dict-item]
+    Host(d, environ={}).build_subprocess_env({}, extra={"K": [s]})
 
 
 def _extra_bad_name(d: Path, s: str) -> None:
