@@ -14,7 +14,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,7 @@ from envscope.config import HostConfig, find_config, load_config
 from envscope.errors import EnvscopeError
 from envscope.host import Host
 from envscope.surfaces import Surface
-from envscope.trace import Trace
+from envscope.trace import Reason, Trace
 
 __all__ = ["main"]
 
@@ -43,6 +43,7 @@ def _usage_error(path: str, message: str) -> UsageError:
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 """The largest snapshot file read (larger is refused, never cut)."""
 _NOT_JSON = object()
+_MIN_ALIAS_CHARS = 8  # as the alias rule: shorter values are not treated as copies
 
 
 @dataclass
@@ -130,26 +131,46 @@ def _use_color(stream: Any) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ
 
 
+def _masker(built: Built, snap: dict[str, Any]) -> Callable[[str], bool]:
+    """Whether ``--show-values`` must mask a key's value.
+
+    Masked: a name that any policy the build consulted (the target's and the
+    launch home's) declares Tier 1, an ``alias-of`` row, and any key whose
+    value (8+ characters) equals the value of such a masked key.
+    """
+    policies = [built.host.policy(built.home), built.host.policy(built.host.launch_home)]
+    alias = Reason.ALIAS_OF.value
+
+    def declared_or_alias(key: str) -> bool:
+        info = snap["keys"].get(key)
+        if info is not None and info["reason"] == alias:
+            return True
+        return any(p.tier_of(key) is Tier.TIER1 for p in policies)
+
+    masked_values = {
+        v for k, v in built.values.items() if len(v) >= _MIN_ALIAS_CHARS and declared_or_alias(k)
+    }
+
+    def must_mask(key: str) -> bool:
+        return declared_or_alias(key) or built.values.get(key) in masked_values
+
+    return must_mask
+
+
 def _cmd_explain(args: argparse.Namespace) -> int:
     built = _build(_config(args), args.home, args.surface)
     snap = built.snapshot()
+    must_mask = _masker(built, snap)
     if args.json:
         if args.show_values:
-            policy = built.host.policy(built.home)
             snap["values"] = {
-                k: _report.MASK if policy.tier_of(k) is Tier.TIER1 else built.values.get(k)
-                for k in snap["keys"]
+                k: _report.MASK if must_mask(k) else built.values.get(k) for k in snap["keys"]
             }
         print(_report.format_json(snap), end="")
     else:
         values = built.values if args.show_values else None
-        policy = built.host.policy(built.home)
-
-        def is_tier1(key: str) -> bool:
-            return policy.tier_of(key) is Tier.TIER1
-
         text = _report.format_explain(
-            snap, values=values, is_tier1=is_tier1, color=_use_color(sys.stdout)
+            snap, values=values, is_tier1=must_mask, color=_use_color(sys.stdout)
         )
         print(text, end="")
         print(built.trace.summary())
