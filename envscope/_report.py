@@ -106,12 +106,31 @@ def _problem_text(problem: Problem, relative_to: str | None) -> str:
     return str(relative_problem(problem, relative_to))
 
 
+def printable(text: str) -> str:
+    """``text`` with every non-printable character escaped (``\\x1b``, ``\\u202e``, ``\\n``).
+
+    Keys, origins and paths come from files others may write (a profile's
+    ``.env`` key can hold an ANSI escape): no text formatter passes one raw.
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escaped(c) for c in text)
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def format_json(data: object) -> str:
     """Stable JSON: sorted keys, two-space indent, a trailing newline."""
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def _table(rows: Sequence[Sequence[str]], color_col: int | None, color: bool) -> list[str]:
+    rows = [[printable(cell) for cell in row] for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for n, row in enumerate(rows):
@@ -146,7 +165,7 @@ def format_explain(
             shown = values.get(key)
             row.append("" if shown is None else MASK if is_tier1(key) else shown)
         rows.append(row)
-    title = f"envscope explain: {snapshot['surface']} child for {snapshot['home']}"
+    title = printable(f"envscope explain: {snapshot['surface']} child for {snapshot['home']}")
     if snapshot["routed"]:
         title += " (routed)"
     lines = [title, "", *_table(rows, 1, color), ""]
@@ -155,8 +174,8 @@ def format_explain(
     policy = snapshot["policy"]
     status = "complete" if policy["complete"] else "PARTIAL (failing closed)"
     lines.append(f"{kept} kept, {removed} removed; policy {status}")
-    lines.extend(f"problem: {p}" for p in policy["problems"])
-    lines.extend(f"warning: {w}" for w in snapshot["warnings"])
+    lines.extend(printable(f"problem: {p}") for p in policy["problems"])
+    lines.extend(printable(f"warning: {w}") for w in snapshot["warnings"])
     return "\n".join(lines) + "\n"
 
 
@@ -226,7 +245,7 @@ def format_diff(
 ) -> str:
     """A table of differences (or a line saying there are none), with the key note."""
     items = list(entries)
-    head = f"envscope diff: {labels[0]} → {labels[1]}"
+    head = printable(f"envscope diff: {labels[0]} → {labels[1]}")
     if not comparable:
         head += f"\nnote: {KEYS_DIFFER_NOTE}"
     if not items:
@@ -251,11 +270,11 @@ def format_scan(reports: Iterable[ScanReport]) -> str:
     lines: list[str] = []
     total = 0
     for report in reports:
-        lines.append(f"{report.label}:")
+        lines.append(printable(f"{report.label}:"))
         for path, names in sorted(report.secrets.items()):
-            lines.append(f"  {path}: {', '.join(sorted(names)) or '(no secrets)'}")
+            lines.append(printable(f"  {path}: {', '.join(sorted(names)) or '(no secrets)'}"))
         for problem in report.problems:
-            lines.append(f"  problem: {problem}")
+            lines.append(printable(f"  problem: {problem}"))
         total += len(report.problems)
         lines.append("")
     lines.append(f"{total} problem{'s' if total != 1 else ''}")

@@ -329,5 +329,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _COMMANDS[args.command](args)
     except (UsageError, EnvscopeError) as exc:
-        print(f"envscope: error: {exc}", file=sys.stderr)
+        print(_report.printable(f"envscope: error: {exc}"), file=sys.stderr)
         return 2
