@@ -67,7 +67,11 @@ def test_extra_force_and_passthrough_cannot_introduce(
 def test_launch_env_keeps_its_own_and_explain_warns(make_host: HostFactory) -> None:
     """The launch env's own vector is kept (not introduced) and explain warns about it."""
     host = make_host(
-        {"PATH": "/bin", "LD_PRELOAD": "/opt/libfast.so", "ENVSCOPE_FINGERPRINT_KEY": "k"}
+        {
+            "PATH": "/bin",
+            "LD_PRELOAD": "/opt/libfast.so",
+            "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars",
+        }
     )
     trace = host.explain()
     assert trace.final()["LD_PRELOAD"].action is Action.KEPT
