@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 __all__ = ["Catalog", "CatalogCategory", "CatalogEntry", "CatalogPattern"]
 
 DEFAULT_CATALOG_NAME = "envscope/data/catalog.yaml"
+MAX_CATALOG_BYTES = 256 * 1024
+"""The largest catalog file read (the manifest limit; larger is refused, never cut)."""
 _LOOKUP_MEMO_MAX = 8192
 """How many distinct names one catalog memoises its answer for (shared by every home)."""
 _MISSING = object()
@@ -189,41 +191,60 @@ class Catalog(_Record):
 
     @classmethod
     def from_file(cls, path: str | Path) -> Catalog:
-        """Load and validate a catalog YAML file; errors name the file and the field."""
+        """Load and validate a catalog YAML file; errors name the file and the field.
+
+        Read without blocking (a FIFO is "not a regular file"), at most
+        ``MAX_CATALOG_BYTES`` (larger is refused, never cut).
+        """
+        from envscope._trusted_file import read_file
+
         source = str(path)
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
-            raise CatalogError(source, f"cannot read catalog: {exc.strerror}") from None
+        data = read_file(source, max_bytes=MAX_CATALOG_BYTES, error=CatalogError, what="catalog")
         return cls.from_yaml(data, source=source)
 
     @classmethod
     def from_yaml(cls, data: bytes | str, *, source: str = "<string>") -> Catalog:
-        """Parse catalog YAML text; ``source`` names it in errors."""
-        import yaml
+        """Parse catalog YAML text; ``source`` names it in errors.
 
-        try:
-            doc = yaml.safe_load(data)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            line = None if mark is None else mark.line + 1
-            raise CatalogError(source, "invalid YAML", line=line) from None
-        return cls.from_mapping(doc, source=source)
+        The manifest reader's rules apply: duplicate keys are refused naming
+        both lines, nesting deeper than 64 levels and more than
+        ``MAX_CATALOG_BYTES`` are refused, anchors and aliases too.
+        """
+        from envscope._manifest_yaml import read_document
+
+        raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+        doc = read_document(
+            raw, source, error=CatalogError, kind="catalog", max_bytes=MAX_CATALOG_BYTES
+        )
+        return cls._from_document(doc.root, doc.lines, source)
 
     @classmethod
     def from_mapping(cls, doc: object, *, source: str = "<mapping>") -> Catalog:
         """Validate an already-parsed catalog document."""
+        return cls._from_document(doc, {}, source)
+
+    @classmethod
+    def _from_document(
+        cls, doc: object, lines: Mapping[tuple[object, ...], int], source: str
+    ) -> Catalog:
         import pydantic
 
         from envscope._catalog_schema import build_catalog, catalog_model
 
         try:
             parsed = catalog_model().model_validate(doc if doc is not None else {})
-        except pydantic.ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "<root>"
-            raise CatalogError(source, first["msg"], field=where) from None
+        except pydantic.ValidationError as exc:  # its errors hold the input values: keep none
+            first = exc.errors(include_url=False, include_input=False)[0]
+            loc = tuple(first["loc"])
+            where = ".".join(str(p) for p in loc) or "<root>"
+            line = next((lines[loc[:n]] for n in range(len(loc), -1, -1) if loc[:n] in lines), None)
+            failure: CatalogError | None = CatalogError(
+                source, first["msg"], field=where, line=line
+            )
+        else:
+            failure = None
+        if failure is not None:
+            raise failure
         return build_catalog(parsed, source)
 
     def extend(self, other: Catalog) -> Catalog:

@@ -14,17 +14,18 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from envscope import _report
 from envscope._declarations import Problem, Tier
+from envscope._trusted_file import read_file
 from envscope.config import HostConfig, find_config, load_config
 from envscope.errors import EnvscopeError
 from envscope.host import Host
 from envscope.surfaces import Surface
-from envscope.trace import Trace
+from envscope.trace import Reason, Trace
 
 __all__ = ["main"]
 
@@ -33,6 +34,16 @@ SURFACES = [s.value for s in Surface]
 
 class UsageError(Exception):
     """A command-line mistake (exit code 2)."""
+
+
+def _usage_error(path: str, message: str) -> UsageError:
+    return UsageError(f"{path}: {message}")
+
+
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
+"""The largest snapshot file read (larger is refused, never cut)."""
+_NOT_JSON = object()
+_MIN_ALIAS_CHARS = 8  # as the alias rule: shorter values are not treated as copies
 
 
 @dataclass
@@ -48,7 +59,10 @@ class Built:
     def snapshot(self) -> dict[str, Any]:
         """The JSON snapshot of this build (keys, decisions, fingerprints)."""
         return _report.snapshot_of(
-            self.trace, home=self.config.home_name(self.home), relative_to=os.getcwd()
+            self.trace,
+            home=self.config.home_name(self.home),
+            relative_to=os.getcwd(),
+            key_id=self.host.fingerprint_key_id(),
         )
 
 
@@ -93,12 +107,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _config(args: argparse.Namespace) -> HostConfig:
-    path = find_config(args.config, os.environ)
-    if path is None:
+    choice = find_config(args.config, os.environ)
+    if choice is None:
         raise UsageError(
             "no host config: pass --config, set ENVSCOPE_CONFIG or create ./envscope.yaml"
         )
-    return load_config(path)
+    return load_config(choice.path, trusted=choice.explicit)
 
 
 def _build(config: HostConfig, home_arg: str | None, surface: str) -> Built:
@@ -117,26 +131,46 @@ def _use_color(stream: Any) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ
 
 
+def _masker(built: Built, snap: dict[str, Any]) -> Callable[[str], bool]:
+    """Whether ``--show-values`` must mask a key's value.
+
+    Masked: a name that any policy the build consulted (the target's and the
+    launch home's) declares Tier 1, an ``alias-of`` row, and any key whose
+    value (8+ characters) equals the value of such a masked key.
+    """
+    policies = [built.host.policy(built.home), built.host.policy(built.host.launch_home)]
+    alias = Reason.ALIAS_OF.value
+
+    def declared_or_alias(key: str) -> bool:
+        info = snap["keys"].get(key)
+        if info is not None and info["reason"] == alias:
+            return True
+        return any(p.tier_of(key) is Tier.TIER1 for p in policies)
+
+    masked_values = {
+        v for k, v in built.values.items() if len(v) >= _MIN_ALIAS_CHARS and declared_or_alias(k)
+    }
+
+    def must_mask(key: str) -> bool:
+        return declared_or_alias(key) or built.values.get(key) in masked_values
+
+    return must_mask
+
+
 def _cmd_explain(args: argparse.Namespace) -> int:
     built = _build(_config(args), args.home, args.surface)
     snap = built.snapshot()
+    must_mask = _masker(built, snap)
     if args.json:
         if args.show_values:
-            policy = built.host.policy(built.home)
             snap["values"] = {
-                k: _report.MASK if policy.tier_of(k) is Tier.TIER1 else built.values.get(k)
-                for k in snap["keys"]
+                k: _report.MASK if must_mask(k) else built.values.get(k) for k in snap["keys"]
             }
         print(_report.format_json(snap), end="")
     else:
         values = built.values if args.show_values else None
-        policy = built.host.policy(built.home)
-
-        def is_tier1(key: str) -> bool:
-            return policy.tier_of(key) is Tier.TIER1
-
         text = _report.format_explain(
-            snap, values=values, is_tier1=is_tier1, color=_use_color(sys.stdout)
+            snap, values=values, is_tier1=must_mask, color=_use_color(sys.stdout)
         )
         print(text, end="")
         print(built.trace.summary())
@@ -165,16 +199,16 @@ def _load_operand(args: argparse.Namespace, operand: str) -> dict[str, Any]:
         if surface and surface not in SURFACES:
             raise UsageError(f"{operand}: unknown surface {surface!r}")
         return _build(_config(args), name or None, surface or "terminal").snapshot()
+    if operand == "-":
+        raw: str | bytes = sys.stdin.read()
+    else:
+        raw = read_file(operand, max_bytes=MAX_SNAPSHOT_BYTES, error=_usage_error, what="snapshot")
     try:
-        if operand == "-":
-            data = json.load(sys.stdin)
-        else:
-            with open(operand, encoding="utf-8") as fh:
-                data = json.load(fh)
-    except OSError as exc:
-        raise UsageError(f"{operand}: cannot read snapshot: {exc.strerror}") from None
-    except ValueError:
-        raise UsageError(f"{operand}: not a JSON snapshot") from None
+        data = json.loads(raw)
+    except ValueError:  # UnicodeDecodeError included; raised below, outside the handler
+        data = _NOT_JSON
+    if data is _NOT_JSON:
+        raise UsageError(f"{operand}: not a JSON snapshot")
     if not isinstance(data, dict) or data.get("envscope_snapshot") != _report.SNAPSHOT_VERSION:
         raise UsageError(
             f"{operand}: not an envscope snapshot (version {_report.SNAPSHOT_VERSION})"
@@ -184,14 +218,19 @@ def _load_operand(args: argparse.Namespace, operand: str) -> dict[str, Any]:
 
 def _cmd_diff(args: argparse.Namespace) -> int:
     labels = (args.a, args.b)
-    entries = _report.diff_snapshots(
-        _load_operand(args, args.a), _load_operand(args, args.b), labels=labels
-    )
+    snap_a, snap_b = _load_operand(args, args.a), _load_operand(args, args.b)
+    entries = _report.diff_snapshots(snap_a, snap_b, labels=labels)
+    comparable = _report.fingerprints_comparable(snap_a, snap_b)
     if args.json:
-        payload = {"a": args.a, "b": args.b, "differences": [vars(e) for e in entries]}
+        payload = {
+            "a": args.a,
+            "b": args.b,
+            "fingerprints_comparable": comparable,
+            "differences": [vars(e) for e in entries],
+        }
         print(_report.format_json(payload), end="")
     else:
-        print(_report.format_diff(entries, labels), end="")
+        print(_report.format_diff(entries, labels, comparable=comparable), end="")
     return 1 if entries else 0
 
 
@@ -205,12 +244,9 @@ def _scan_plugin(directory: str) -> _report.ScanReport:
             break
     else:
         raise UsageError(f"{directory}: no plugin.yaml or plugin.yml")
+    data = read_file(path, max_bytes=MAX_MANIFEST_BYTES, error=_usage_error, what="manifest")
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_MANIFEST_BYTES + 1)
         manifest = parse_manifest(data, path)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read manifest: {exc.strerror}") from None
     except ManifestError as exc:
         problem = Problem(exc.path, exc.message, exc.line, exc.field)
         return _report.ScanReport(directory, {}, [problem])
@@ -293,5 +329,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _COMMANDS[args.command](args)
     except (UsageError, EnvscopeError) as exc:
-        print(f"envscope: error: {exc}", file=sys.stderr)
+        print(_report.printable(f"envscope: error: {exc}"), file=sys.stderr)
         return 2

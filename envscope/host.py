@@ -637,17 +637,26 @@ class Host:
         secrets.collect(surface_set.items(), declare)
         secrets.collect(scope.items(), policy.declaration, scope=True)
 
-    def fingerprint(self, value: str) -> str:
-        """A short keyed fingerprint of a value (the key is this host's; see docs/audit.md)."""
+    def _key(self) -> bytes:
         key = self._fingerprint_key
         if key is None:
             from envscope._fingerprint import FINGERPRINT_ENV, load_or_create_key
 
             key = load_or_create_key(self.launch_home, self._environ.get(FINGERPRINT_ENV))
             self._fingerprint_key = key
+        return key
+
+    def fingerprint(self, name: str, value: str) -> str:
+        """A short keyed fingerprint of ``name=value`` (the key is this host's; docs/audit.md)."""
         from envscope._fingerprint import fingerprint
 
-        return fingerprint(key, value)
+        return fingerprint(self._key(), name, value)
+
+    def fingerprint_key_id(self) -> str:
+        """The public id of this host's fingerprint key (snapshots carry it)."""
+        from envscope._fingerprint import key_id
+
+        return key_id(self._key())
 
     def launch_residue(self) -> frozenset[str]:
         """Upper-cased residue names right now (recorded keys, launch .env keys, supplied names)."""

@@ -155,6 +155,7 @@ class SurfacePolicy(_Record):
 
     __slots__ = ("exclude", "include", "inherit", "origin", "set_env")
     _fields = ("inherit", "include", "exclude", "set_env", "origin")
+    _masked = ("set_env",)  # repr shows the keys of ``set``, never their values
     inherit: Inherit
     include: tuple[str, ...]
     exclude: tuple[str, ...]

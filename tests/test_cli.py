@@ -38,7 +38,10 @@ def clean_process_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI reads os.environ: give it a small fixed one with a fingerprint key."""
     for key in list(os.environ):
         monkeypatch.delenv(key)
-    for key, value in {**CLEAN_ENV, "ENVSCOPE_FINGERPRINT_KEY": "test-key"}.items():
+    for key, value in {
+        **CLEAN_ENV,
+        "ENVSCOPE_FINGERPRINT_KEY": "test-key-for-the-cli-suite",
+    }.items():
         monkeypatch.setenv(key, value)
     monkeypatch.chdir(ROOT)
 
@@ -256,7 +259,7 @@ def test_console_script_end_to_end(tmp_path: Path) -> None:
     """The installed console script runs a real child through `envscope run`."""
     script = shutil.which("envscope", path=str(Path(sys.executable).parent))
     assert script is not None
-    env = {**CLEAN_ENV, "ENVSCOPE_FINGERPRINT_KEY": "k", "ENVSCOPE_CONFIG": CONFIG}
+    env = {**CLEAN_ENV, "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars", "ENVSCOPE_CONFIG": CONFIG}
     probe = "import os, json; print(json.dumps(sorted(os.environ)))"
     out = subprocess.run(
         [script, "run", "--home", "work", "--", sys.executable, "-c", probe],
@@ -272,7 +275,7 @@ def test_console_script_end_to_end(tmp_path: Path) -> None:
 
 def test_module_entry_point() -> None:
     """``python -m envscope`` runs the CLI."""
-    env = {**CLEAN_ENV, "ENVSCOPE_FINGERPRINT_KEY": "k"}
+    env = {**CLEAN_ENV, "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars"}
     out = subprocess.run(
         [sys.executable, "-m", "envscope", "--config", CONFIG, "explain", "--home", "work"],
         capture_output=True, text=True, check=False, env=env, cwd=ROOT,

@@ -233,7 +233,7 @@ def test_name_shape_warning_in_trace_never_strips(
     make_host: HostFactory, key: str, value: str, kind: str
 ) -> None:
     """S55: a kept undeclared look-alike is warned about (key and kind, no value) and kept."""
-    host = make_host({"PATH": "/bin", key: value, "ENVSCOPE_FINGERPRINT_KEY": "k"})
+    host = make_host({"PATH": "/bin", key: value, "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars"})
     trace = host.explain()
     assert host.build_subprocess_env()[key] == value
     mine = [w for w in trace.context.warnings if w.startswith(f"{key}: ")]
@@ -246,7 +246,7 @@ def test_name_shape_warning_in_trace_never_strips(
 def test_declared_and_known_safe_names_are_not_warned(make_host: HostFactory) -> None:
     """Names a rule declares (kept Tier 2) and names the host lists in known_safe are silent."""
     base = {"PATH": "/bin", "OPENAI_API_KEY": "k", "DEPLOY_WEBHOOK_SECRET": "s", "MY_APP_KEY": "m",
-            "ENVSCOPE_FINGERPRINT_KEY": "k"}  # fmt: skip
+            "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars"}  # fmt: skip
     host = make_host(base, known_safe=["deploy_webhook_secret"])
     trace = host.explain(surface="credentialed")
     warned = {w.split(":")[0] for w in trace.context.warnings}

@@ -158,7 +158,11 @@ def test_extra_force_and_passthrough_cannot_introduce(
 def test_launch_env_keeps_its_own_and_explain_warns(make_host: HostFactory) -> None:
     """The launch env's own vector is kept (not introduced) and explain warns about it."""
     host = make_host(
-        {"PATH": "/bin", "LD_PRELOAD": "/opt/libfast.so", "ENVSCOPE_FINGERPRINT_KEY": "k"}
+        {
+            "PATH": "/bin",
+            "LD_PRELOAD": "/opt/libfast.so",
+            "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars",
+        }
     )
     trace = host.explain()
     assert trace.final()["LD_PRELOAD"].action is Action.KEPT
@@ -167,7 +171,9 @@ def test_launch_env_keeps_its_own_and_explain_warns(make_host: HostFactory) -> N
 
 def test_launch_global_name_on_the_list_is_not_warned(make_host: HostFactory) -> None:
     """TMPDIR (glibc's list, and a global name) from the launch env is kept without a warning."""
-    host = make_host({"PATH": "/bin", "TMPDIR": "/var/tmp", "ENVSCOPE_FINGERPRINT_KEY": "k"})
+    host = make_host(
+        {"PATH": "/bin", "TMPDIR": "/var/tmp", "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars"}
+    )
     trace = host.explain()
     assert trace.final()["TMPDIR"].action is Action.KEPT
     assert not [w for w in trace.context.warnings if w.startswith("TMPDIR")]
