@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -242,19 +243,48 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     return 1 if any(r.problems for r in reports) else 0
 
 
+# The dispositions Python sets at start-up that survive exec (a handler does not, an
+# ignored signal does): the ones subprocess.Popen(restore_signals=True) restores.
+_RESTORED_SIGNALS = ("SIGPIPE", "SIGXFZ", "SIGXFSZ")
+
+
+def restore_signals() -> None:
+    """Put back the default disposition of every signal Python ignores at start-up."""
+    for name in _RESTORED_SIGNALS:
+        number = getattr(signal, name, None)
+        if number is not None:
+            signal.signal(number, signal.SIG_DFL)
+
+
 def _exec(cmd: Sequence[str], env: Mapping[str, str]) -> int:
     if os.name != "posix":  # pragma: no cover - exercised on Windows only
         return subprocess.run(list(cmd), env=dict(env), check=False).returncode
+    restore_signals()  # the child starts as a spawn would, not with Python's SIG_IGNs
     os.execvpe(cmd[0], list(cmd), dict(env))  # replaces this process
     return 0  # reached only when a test stubs execvpe
+
+
+def _check_command(cmd: Sequence[str]) -> None:
+    """Refuse what no exec accepts: no command, an empty name, NUL, unencodable text."""
+    if not cmd:
+        raise UsageError("run: no command given (envscope run [--home H] -- CMD ARGS...)")
+    if not cmd[0]:
+        raise UsageError("run: the command name is empty")
+    for position, arg in enumerate(cmd):
+        what = "the command name" if position == 0 else f"argument {position}"
+        if "\0" in arg:
+            raise UsageError(f"run: {what} holds a NUL character")
+        try:
+            os.fsencode(arg)
+        except UnicodeError:
+            raise UsageError(f"run: {what} cannot be encoded for the file system") from None
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
-    if not cmd:
-        raise UsageError("run: no command given (envscope run [--home H] -- CMD ARGS...)")
+    _check_command(cmd)
     config = _config(args)
     host = config.build_host(dict(os.environ))
     host.load_launch_env()
@@ -284,14 +314,42 @@ _COMMANDS = {
 }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line and return its exit code (0 ok, 1 findings, 2 usage/I/O error)."""
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so the interpreter's final flush cannot fail again."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a real file (a test's capture): nothing to flush
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
-        return exc.code if isinstance(exc.code, int) else 2
+        code = exc.code if isinstance(exc.code, int) else 2
+    else:
+        try:
+            code = _COMMANDS[args.command](args)
+        except (UsageError, EnvscopeError) as exc:
+            print(f"envscope: error: {exc}", file=sys.stderr)
+            code = 2
+    sys.stdout.flush()
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line and return its exit code (0 ok, 1 findings, 2 usage/I/O error).
+
+    A reader that goes away early (``envscope explain | head -n1``) ends the
+    command quietly with exit code 2: no message, no traceback.
+    """
     try:
-        return _COMMANDS[args.command](args)
-    except (UsageError, EnvscopeError) as exc:
-        print(f"envscope: error: {exc}", file=sys.stderr)
+        return _main(argv)
+    except BrokenPipeError:
+        _silence_stdout()
         return 2
