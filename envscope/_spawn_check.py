@@ -99,7 +99,7 @@ class SpawnSite:
 
     def __str__(self) -> str:
         tail = " (allowed)" if self.allowed else ""
-        return f"{self.path}:{self.line}:{self.col}: {self.call}: {self.reason}{tail}"
+        return f"{printable(self.path)}:{self.line}:{self.col}: {self.call}: {self.reason}{tail}"
 
 
 class _Rule(enum.Enum):
@@ -266,8 +266,15 @@ def _site(
     return SpawnSite(path, node.lineno, col, target.call, reason, allowed)
 
 
+def printable(text: str) -> str:
+    """``text`` with control characters, NUL and lone surrogates escaped (for a terminal)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
 def _cannot(path: str, what: str, exc: OSError) -> str:
-    return f"{path}: cannot {what}: {exc.strerror or type(exc).__name__}"
+    return f"{printable(path)}: cannot {what}: {exc.strerror or type(exc).__name__}"
 
 
 def _walk(top: str, seen_dirs: set[tuple[int, int]], errors: list[str]) -> Iterator[str]:
@@ -311,6 +318,9 @@ def _python_files(paths: Sequence[str], errors: list[str]) -> Iterator[str]:
             info = os.stat(path)
         except OSError as exc:
             errors.append(_cannot(path, "read", exc))
+            continue
+        except ValueError:  # NUL, or text the file system encoding cannot hold
+            errors.append(f"{printable(path)}: cannot read: not a valid path")
             continue
         if not stat.S_ISDIR(info.st_mode):
             yield path
@@ -376,7 +386,7 @@ def _identity(path: str) -> tuple[int, int] | str:
 
 def _decode_error(path: str, exc: UnicodeDecodeError) -> str:
     codec = "UTF-8" if exc.encoding.replace("_", "-").startswith("utf-8") else exc.encoding
-    return f"{path}: not valid {codec} at byte {exc.start}"
+    return f"{printable(path)}: not valid {codec} at byte {exc.start}"
 
 
 def check_paths(paths: Sequence[str]) -> tuple[list[SpawnSite], list[str]]:
@@ -394,21 +404,22 @@ def check_paths(paths: Sequence[str]) -> tuple[list[SpawnSite], list[str]]:
         if key in seen:
             continue
         seen.add(key)
+        shown = printable(path)
         try:
             sites.extend(check_source(_read_source(path), path))
         except SyntaxError as exc:
-            where = path if not exc.lineno else f"{path}:{exc.lineno}"
-            errors.append(f"{where}: cannot parse: {exc.msg}")
+            where = shown if not exc.lineno else f"{shown}:{exc.lineno}"
+            errors.append(f"{where}: cannot parse: {printable(str(exc.msg))}")
         except UnicodeDecodeError as exc:
             errors.append(_decode_error(path, exc))
         except LookupError:  # a coding cookie naming a codec that is not a text encoding
-            errors.append(f"{path}: cannot decode: its coding cookie names no text encoding")
+            errors.append(f"{shown}: cannot decode: its coding cookie names no text encoding")
         except OSError as exc:
             errors.append(_cannot(path, "read", exc))
         except ValueError as exc:  # NUL bytes, on Pythons before 3.12
-            errors.append(f"{path}: cannot parse: {exc}")
+            errors.append(f"{shown}: cannot parse: {printable(str(exc))}")
         except (RecursionError, MemoryError) as exc:  # how the parser refuses very deep code
-            errors.append(f"{path}: cannot parse: too deeply nested ({type(exc).__name__})")
+            errors.append(f"{shown}: cannot parse: too deeply nested ({type(exc).__name__})")
     sites.sort(key=lambda s: (s.path, s.line, s.col))
     return sites, errors
 

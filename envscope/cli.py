@@ -10,7 +10,6 @@ values are masked even then.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import subprocess
@@ -21,8 +20,10 @@ from typing import Any
 
 from envscope import _report
 from envscope._declarations import Problem, Tier
+from envscope._fs import RealFileSystem
+from envscope._snapshot import MAX_SNAPSHOT_BYTES, parse_snapshot
 from envscope.config import HostConfig, find_config, load_config
-from envscope.errors import EnvscopeError
+from envscope.errors import EnvscopeError, SnapshotError
 from envscope.host import Host
 from envscope.surfaces import Surface
 from envscope.trace import Trace
@@ -166,20 +167,29 @@ def _load_operand(args: argparse.Namespace, operand: str) -> dict[str, Any]:
         if surface and surface not in SURFACES:
             raise UsageError(f"{operand}: unknown surface {surface!r}")
         return _build(_config(args), name or None, surface or "terminal").snapshot()
+    return parse_snapshot(_read_operand(operand), operand, _report.SNAPSHOT_VERSION)
+
+
+def _read_operand(operand: str) -> bytes:
+    """A snapshot's bytes: stdin for ``-``, else a regular file read without blocking."""
+    if operand == "-":
+        stream = getattr(sys.stdin, "buffer", None)
+        try:
+            if stream is not None:
+                return bytes(stream.read(MAX_SNAPSHOT_BYTES + 1))
+            return str(sys.stdin.read(MAX_SNAPSHOT_BYTES + 1)).encode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:  # a text stdin that is not UTF-8
+            raise SnapshotError(operand, "not JSON text (not UTF-8)") from None
+        except OSError as exc:
+            raise SnapshotError(operand, f"cannot read snapshot: {exc.strerror}") from None
     try:
-        if operand == "-":
-            data = json.load(sys.stdin)
-        else:
-            with open(operand, encoding="utf-8") as fh:
-                data = json.load(fh)
+        data = RealFileSystem().read_regular(operand, MAX_SNAPSHOT_BYTES)
     except OSError as exc:
         raise UsageError(f"{operand}: cannot read snapshot: {exc.strerror}") from None
-    except ValueError:
-        raise UsageError(f"{operand}: not a JSON snapshot") from None
-    if not isinstance(data, dict) or data.get("envscope_snapshot") != _report.SNAPSHOT_VERSION:
-        raise UsageError(
-            f"{operand}: not an envscope snapshot (version {_report.SNAPSHOT_VERSION})"
-        )
+    except ValueError:  # a NUL in the path
+        raise UsageError("diff: a snapshot path holds a NUL character") from None
+    if data is None:
+        raise SnapshotError(operand, "cannot read snapshot: not a regular file")
     return data
 
 

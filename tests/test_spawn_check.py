@@ -709,3 +709,27 @@ def test_import_envscope_does_not_load_the_check() -> None:
     code = "import sys, envscope\nprint('envscope._spawn_check' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    "name", ["\x1b[2J.py", "bell\x07.py", "a\u202eb.py"], ids=["ansi", "bell", "bidi"]
+)
+def test_paths_are_printed_escaped(tmp_path: Path, name: str) -> None:
+    """A file name with control characters is escaped in findings and errors (no raw escapes)."""
+    write(tmp_path / name, BAD)
+    write(tmp_path / f"bad-{name}", b"def f(:\n")
+    sites, errors = check_paths([str(tmp_path)])
+    text = format_spawn_sites(sites, errors)
+    assert len(sites) == 1
+    assert len(errors) == 1
+    assert all(c.isprintable() for c in text.replace("\n", ""))
+
+
+@pytest.mark.parametrize("path", ["a\0b.py", "\ud800.py"], ids=["nul", "surrogate"])
+def test_invalid_path_is_an_error(path: str) -> None:
+    """A path no file system call accepts is an error naming it escaped, not an exception."""
+    sites, errors = check_paths([path])
+    assert sites == []
+    assert len(errors) == 1
+    assert errors[0].endswith(": cannot read: not a valid path")
+    assert errors[0].isprintable()
