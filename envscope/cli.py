@@ -10,8 +10,8 @@ values are masked even then.
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -19,10 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from envscope import _report
+from envscope._aliases import MIN_ALIAS_LENGTH
 from envscope._declarations import Problem, Tier
+from envscope._fs import RealFileSystem
+from envscope._snapshot import MAX_SNAPSHOT_BYTES, parse_snapshot
 from envscope._trusted_file import read_file
 from envscope.config import HostConfig, find_config, load_config
-from envscope.errors import EnvscopeError
+from envscope.errors import EnvscopeError, SnapshotError
 from envscope.host import Host
 from envscope.surfaces import Surface
 from envscope.trace import Reason, Trace
@@ -38,12 +41,6 @@ class UsageError(Exception):
 
 def _usage_error(path: str, message: str) -> UsageError:
     return UsageError(f"{path}: {message}")
-
-
-MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
-"""The largest snapshot file read (larger is refused, never cut)."""
-_NOT_JSON = object()
-_MIN_ALIAS_CHARS = 8  # as the alias rule: shorter values are not treated as copies
 
 
 @dataclass
@@ -148,7 +145,7 @@ def _masker(built: Built, snap: dict[str, Any]) -> Callable[[str], bool]:
         return any(p.tier_of(key) is Tier.TIER1 for p in policies)
 
     masked_values = {
-        v for k, v in built.values.items() if len(v) >= _MIN_ALIAS_CHARS and declared_or_alias(k)
+        v for k, v in built.values.items() if len(v) >= MIN_ALIAS_LENGTH and declared_or_alias(k)
     }
 
     def must_mask(key: str) -> bool:
@@ -199,20 +196,29 @@ def _load_operand(args: argparse.Namespace, operand: str) -> dict[str, Any]:
         if surface and surface not in SURFACES:
             raise UsageError(f"{operand}: unknown surface {surface!r}")
         return _build(_config(args), name or None, surface or "terminal").snapshot()
+    return parse_snapshot(_read_operand(operand), operand, _report.SNAPSHOT_VERSION)
+
+
+def _read_operand(operand: str) -> bytes:
+    """A snapshot's bytes: stdin for ``-``, else a regular file read without blocking."""
     if operand == "-":
-        raw: str | bytes = sys.stdin.read()
-    else:
-        raw = read_file(operand, max_bytes=MAX_SNAPSHOT_BYTES, error=_usage_error, what="snapshot")
+        stream = getattr(sys.stdin, "buffer", None)
+        try:
+            if stream is not None:
+                return bytes(stream.read(MAX_SNAPSHOT_BYTES + 1))
+            return str(sys.stdin.read(MAX_SNAPSHOT_BYTES + 1)).encode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:  # a text stdin that is not UTF-8
+            raise SnapshotError(operand, "not JSON text (not UTF-8)") from None
+        except OSError as exc:
+            raise SnapshotError(operand, f"cannot read snapshot: {exc.strerror}") from None
     try:
-        data = json.loads(raw)
-    except ValueError:  # UnicodeDecodeError included; raised below, outside the handler
-        data = _NOT_JSON
-    if data is _NOT_JSON:
-        raise UsageError(f"{operand}: not a JSON snapshot")
-    if not isinstance(data, dict) or data.get("envscope_snapshot") != _report.SNAPSHOT_VERSION:
-        raise UsageError(
-            f"{operand}: not an envscope snapshot (version {_report.SNAPSHOT_VERSION})"
-        )
+        data = RealFileSystem().read_regular(operand, MAX_SNAPSHOT_BYTES)
+    except OSError as exc:
+        raise UsageError(f"{operand}: cannot read snapshot: {exc.strerror}") from None
+    except ValueError:  # a NUL in the path
+        raise UsageError("diff: a snapshot path holds a NUL character") from None
+    if data is None:
+        raise SnapshotError(operand, "cannot read snapshot: not a regular file")
     return data
 
 
@@ -278,19 +284,48 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     return 1 if any(r.problems for r in reports) else 0
 
 
+# The dispositions Python sets at start-up that survive exec (a handler does not, an
+# ignored signal does): the ones subprocess.Popen(restore_signals=True) restores.
+_RESTORED_SIGNALS = ("SIGPIPE", "SIGXFZ", "SIGXFSZ")
+
+
+def restore_signals() -> None:
+    """Put back the default disposition of every signal Python ignores at start-up."""
+    for name in _RESTORED_SIGNALS:
+        number = getattr(signal, name, None)
+        if number is not None:
+            signal.signal(number, signal.SIG_DFL)
+
+
 def _exec(cmd: Sequence[str], env: Mapping[str, str]) -> int:
     if os.name != "posix":  # pragma: no cover - exercised on Windows only
         return subprocess.run(list(cmd), env=dict(env), check=False).returncode
+    restore_signals()  # the child starts as a spawn would, not with Python's SIG_IGNs
     os.execvpe(cmd[0], list(cmd), dict(env))  # replaces this process
     return 0  # reached only when a test stubs execvpe
+
+
+def _check_command(cmd: Sequence[str]) -> None:
+    """Refuse what no exec accepts: no command, an empty name, NUL, unencodable text."""
+    if not cmd:
+        raise UsageError("run: no command given (envscope run [--home H] -- CMD ARGS...)")
+    if not cmd[0]:
+        raise UsageError("run: the command name is empty")
+    for position, arg in enumerate(cmd):
+        what = "the command name" if position == 0 else f"argument {position}"
+        if "\0" in arg:
+            raise UsageError(f"run: {what} holds a NUL character")
+        try:
+            os.fsencode(arg)
+        except UnicodeError:
+            raise UsageError(f"run: {what} cannot be encoded for the file system") from None
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
-    if not cmd:
-        raise UsageError("run: no command given (envscope run [--home H] -- CMD ARGS...)")
+    _check_command(cmd)
     config = _config(args)
     host = config.build_host(dict(os.environ))
     host.load_launch_env()
@@ -320,14 +355,42 @@ _COMMANDS = {
 }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line and return its exit code (0 ok, 1 findings, 2 usage/I/O error)."""
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so the interpreter's final flush cannot fail again."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a real file (a test's capture): nothing to flush
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
-        return exc.code if isinstance(exc.code, int) else 2
+        code = exc.code if isinstance(exc.code, int) else 2
+    else:
+        try:
+            code = _COMMANDS[args.command](args)
+        except (UsageError, EnvscopeError) as exc:
+            print(_report.printable(f"envscope: error: {exc}"), file=sys.stderr)
+            code = 2
+    sys.stdout.flush()
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line and return its exit code (0 ok, 1 findings, 2 usage/I/O error).
+
+    A reader that goes away early (``envscope explain | head -n1``) ends the
+    command quietly with exit code 2: no message, no traceback.
+    """
     try:
-        return _COMMANDS[args.command](args)
-    except (UsageError, EnvscopeError) as exc:
-        print(_report.printable(f"envscope: error: {exc}"), file=sys.stderr)
+        return _main(argv)
+    except BrokenPipeError:
+        _silence_stdout()
         return 2
