@@ -156,6 +156,7 @@ class Host:
         self._known_safe = frozenset(map(norm, name_list(known_safe, "known_safe")))  # no warning
         self._lock = threading.Lock()
         self._sources: list[SecretSource] = []
+        self._source_credentials: frozenset[str] = frozenset()
         self._dotenv_keys: set[str] = set()
         self._managed_keys: set[str] = set()
         self._managed_values: dict[str, str] | None = None
@@ -209,6 +210,7 @@ class Host:
             if names:
                 detail = f"secret source {source.name}: credential_names"
                 self._catalog = self.catalog.with_names(tier1=names, detail=detail)
+                self._source_credentials |= {norm(n) for n in names}  # never granted (MCP)
                 self._policies.clear()  # built from the old catalog
 
     # -- the launch env --------------------------------------------------
@@ -593,6 +595,7 @@ class Host:
             secrets=SecretValues() if self._strip_value_aliases else None,
             extra_is_grant=surface is Surface.MCP,
             grant=granted,
+            ungrantable=self._source_credentials,
         )
         if options.secrets is not None:
             self._collect_secrets(options, policy, snapshot, process, scope, surface_set)

@@ -140,6 +140,16 @@ def test_mcp_env_block_copying_a_host_secret_is_refused_until_granted(
     assert "GITHUB_TOKEN" not in granted
 
 
+def test_mcp_env_block_cannot_grant_a_secret_sources_credential(make_host: HostFactory) -> None:
+    """S54: a vault's bootstrap token never reaches a child, not even as a block literal."""
+    host = make_host()
+    host.add_secret_source(StaticSource("vault", {}, credential_names=["VAULT_TOKEN"]))
+    block = {"VAULT_TOKEN": "hvs.operator-literal-0000", "OTHER_TOKEN": "literal-000000"}
+    env = host.build_subprocess_env(surface=Surface.MCP, extra=block, grant=["VAULT_TOKEN"])
+    assert "VAULT_TOKEN" not in env
+    assert env["OTHER_TOKEN"] == "literal-000000"
+
+
 @pytest.mark.parametrize("name", ["LD_PRELOAD", "BASH_FUNC_ls%%", "DYLD_INSERT_LIBRARIES"])
 def test_mcp_env_block_cannot_introduce_an_injection_vector(
     make_host: HostFactory, name: str
