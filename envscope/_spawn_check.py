@@ -47,6 +47,8 @@ import tokenize
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from envscope._fs import read_regular_file
+
 __all__ = [
     "ALLOW_COMMENT",
     "SKIP_DIRS",
@@ -380,11 +382,19 @@ def _python_files(paths: Sequence[str], errors: list[str]) -> Iterator[str]:
                     yield full
 
 
+MAX_SOURCE_BYTES = 64 * 1024 * 1024
+"""Largest Python source ``check-spawns`` reads (a bigger file is an error naming it)."""
+
+
 def _read_source(path: str) -> str:
-    if not stat.S_ISREG(os.stat(path).st_mode):
+    """A source file through envscope's one non-blocking reader (never hangs on a FIFO)."""
+    data = read_regular_file(path, MAX_SOURCE_BYTES)
+    if data is None:
         raise OSError(0, "not a regular file", path)
-    with open(path, encoding="utf-8-sig") as handle:
-        return handle.read()
+    if len(data) > MAX_SOURCE_BYTES:
+        raise OSError(0, f"larger than {MAX_SOURCE_BYTES} bytes", path)
+    text = data.decode("utf-8-sig")
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # as open()'s universal newlines
 
 
 def check_paths(paths: Sequence[str]) -> tuple[list[SpawnSite], list[str]]:

@@ -195,22 +195,34 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     return 1 if entries else 0
 
 
-def _scan_plugin(directory: str) -> _report.ScanReport:
-    from envscope._manifest_schema import MAX_MANIFEST_BYTES, parse_manifest
-    from envscope.errors import ManifestError
+def _read_plugin_manifest(directory: str) -> tuple[str, bytes]:
+    """``plugin.yaml``, else ``plugin.yml``, through the one non-blocking reader."""
+    from envscope._fs import read_regular_file
+    from envscope._manifest_schema import MAX_MANIFEST_BYTES
 
     for name in ("plugin.yaml", "plugin.yml"):
         path = os.path.join(directory, name)
-        if os.path.exists(path):
-            break
-    else:
-        raise UsageError(f"{directory}: no plugin.yaml or plugin.yml")
+        try:
+            data = read_regular_file(path, MAX_MANIFEST_BYTES)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot read manifest: {exc.strerror}") from None
+        if data is None:
+            raise UsageError(
+                f"{path}: not a regular file (a FIFO, directory, socket or device): not read"
+            )
+        return path, data
+    raise UsageError(f"{directory}: no plugin.yaml or plugin.yml")
+
+
+def _scan_plugin(directory: str) -> _report.ScanReport:
+    from envscope._manifest_schema import parse_manifest
+    from envscope.errors import ManifestError
+
+    path, data = _read_plugin_manifest(directory)
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_MANIFEST_BYTES + 1)
         manifest = parse_manifest(data, path)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read manifest: {exc.strerror}") from None
     except ManifestError as exc:
         problem = Problem(exc.path, exc.message, exc.line, exc.field)
         return _report.ScanReport(directory, {}, [problem])
