@@ -17,9 +17,10 @@ exactly one stat. Extra stats happen only when they carry information:
   there is "missing"; a dangling symlink as the root (or as ``plugins/``) is
   a failing root, and so is a root that exists although listing it said
   ``ENOENT`` (it changed under the scan);
-- "no manifest" is a conclusion that releases names, so it is confirmed by a
-  second look at the plugin directory (unless the previous probe of that
-  directory found no manifest either); a second look that finds something wins.
+- looking past ``plugin.yaml`` ("no manifest", or ``plugin.yml``) changes what
+  a plugin declares, so that conclusion is confirmed by a second look at the
+  plugin directory (unless the previous probe of that directory came to the
+  same one); two looks that disagree are a problem (``UNSTABLE``).
 
 No file is opened. The probe *is* the stamp. Given the previous probe
 (``expected``), an unchanged root or candidate comes back as the very same
@@ -140,6 +141,7 @@ class State(enum.Enum):
     ABSENT = "absent"  # no manifest (or a symlink loop), seen twice
     FAILED = "failed"  # cannot stat: a problem
     BROKEN = "broken"  # the plugin directory is a symlink that cannot be followed: a problem
+    UNSTABLE = "unstable"  # two looks past plugin.yaml disagreed: a problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,17 +228,43 @@ def _probe_manifest(
     now_ns: int,
     first: StatResult | OSError | None = None,
     *,
-    was_absent: bool = False,
+    expected: CandidateProbe | None = None,
 ) -> CandidateProbe:
     """Find and stat the manifest of one plugin directory.
 
     ``first``, when given, is the outcome of the ``lstat`` of ``plugin.yaml``
     already made (by the unchanged-candidate check), so no call is repeated.
-    "No manifest" releases the plugin's names, so unless the previous probe
-    found none either (``was_absent``) it is confirmed by a second look, whose
-    finding wins: one failing call (a stray ``ENOENT``, ``ENOTDIR`` or ``ELOOP``)
-    cannot make a manifest vanish.
+
+    Looking past ``plugin.yaml`` (it is absent, or a symlink loop) changes what
+    the plugin declares — ``plugin.yml`` or nothing — so that conclusion is
+    confirmed by a second look unless the previous probe (``expected``) came to
+    the same one. Two looks that disagree are ``UNSTABLE``, a problem: one
+    failing call (a stray ``ENOENT``, ``ENOTDIR`` or ``ELOOP``, in either look)
+    cannot make a manifest vanish or swap ``plugin.yaml`` for a stale
+    ``plugin.yml``.
     """
+    found = _look(fs, entry, now_ns, first)
+    if found.manifest.endswith(_FIRST) and found.state is not State.ABSENT:
+        return found  # plugin.yaml itself: nothing was concluded from an absence
+    if expected is not None and (expected.manifest, expected.state) == (
+        found.manifest,
+        found.state,
+    ):
+        return found
+    again = _look(fs, entry, now_ns)
+    if (again.manifest, again.state, again.signature) == (
+        found.manifest,
+        found.state,
+        found.signature,
+    ):
+        return found
+    return _candidate(entry, os.path.join(entry.path, MANIFEST_NAMES[0]), State.UNSTABLE)
+
+
+def _look(
+    fs: FileSystem, entry: DirEntry, now_ns: int, first: StatResult | OSError | None = None
+) -> CandidateProbe:
+    """One look at a plugin directory: the first manifest name that is there, or ABSENT."""
     for name in MANIFEST_NAMES:
         path = os.path.join(entry.path, name)
         try:
@@ -269,8 +297,6 @@ def _probe_manifest(
             return _candidate(entry, path, State.IGNORED, sig)
         racy = now_ns - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_WINDOW_NS
         return _candidate(entry, path, State.REGULAR, sig, racy=racy)
-    if not was_absent:
-        return _probe_manifest(fs, entry, now_ns, was_absent=True)
     return _candidate(entry, os.path.join(entry.path, MANIFEST_NAMES[0]), State.ABSENT)
 
 
@@ -386,18 +412,15 @@ def _probe_root(
         ):
             cand = broken.get(entry.path) or _probe_manifest(fs, entry, now_ns)
         elif broken:
-            cand = broken.get(entry.path) or _probe_manifest(
-                fs, entry, now_ns, was_absent=old.state is State.ABSENT
-            )
+            cand = broken.get(entry.path) or _probe_manifest(fs, entry, now_ns, expected=old)
             cand = _settle(cand, old)
         elif not old.plain:
-            was_absent = old.state is State.ABSENT
-            cand = _settle(_probe_manifest(fs, entry, now_ns, was_absent=was_absent), old)
+            cand = _settle(_probe_manifest(fs, entry, now_ns, expected=old), old)
         else:
             try:
                 st = lstat(old.manifest)
             except OSError as exc:
-                cand = _settle(_probe_manifest(fs, entry, now_ns, exc), old)
+                cand = _settle(_probe_manifest(fs, entry, now_ns, exc, expected=old), old)
             else:
                 sig = old.signature
                 # Equal modes mean still regular (the cached one is); a timestamp
@@ -414,7 +437,7 @@ def _probe_root(
                 ) == sig and sig.mtime_ns <= settled_ns >= sig.ctime_ns:
                     found.append(old)
                     continue
-                cand = _settle(_probe_manifest(fs, entry, now_ns, st), old)
+                cand = _settle(_probe_manifest(fs, entry, now_ns, st, expected=old), old)
         same = same and cand is old
         found.append(cand)
     if same and expected is not None:

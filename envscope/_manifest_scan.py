@@ -262,6 +262,9 @@ def scan(
                 else:
                     message = f"cannot read manifest: {_describe(cand.error)}"
                 b.problem(root, Problem(cand.manifest, message, plugin=cand.dirname))
+            elif cand.state is State.UNSTABLE:
+                message = "plugin directory changed while it was probed: failing closed"
+                b.problem(root, Problem(cand.manifest, message, plugin=cand.dirname))
             elif cand.state is State.BROKEN:
                 message = (
                     "plugin directory is a symlink that cannot be followed: "

@@ -119,13 +119,13 @@ class MutateBeforeRead(InstrumentedFileSystem):
         self.victim = os.path.normpath(victim)
         self.mutation = mutation
         self.armed = False
-        self.fired = 0
+        self.mutations = 0
 
     def read_regular(self, path: str, max_bytes: int) -> bytes | None:
         """Mutate the victim once (when armed), then read for real."""
         if self.armed and os.path.normpath(path) == self.victim:
             self.armed = False
-            self.fired += 1
+            self.mutations += 1
             self.mutation(Path(path))
         return super().read_regular(path, max_bytes)
 
@@ -148,7 +148,7 @@ def test_change_between_probe_and_read_fails_closed(
         touch_manifests(home)  # a new stamp: the next build reads again
     fs.armed = True
     outcome = traced_attempt(host, home)
-    assert fs.fired == 1
+    assert fs.mutations == 1
     own = PLUGIN_FAILED if where == "platform" else RELAY_DECLARED
     other = RELAY_DECLARED if where == "platform" else CHATX_DECLARED
     if mode == "raise" and where == "platform":
