@@ -10,6 +10,7 @@ symlink to a file in a root (it is not a plugin directory).
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 from collections.abc import Callable
@@ -21,6 +22,7 @@ import pytest
 from envscope._manifest_probe import State, home_roots, probe
 from envscope.errors import ManifestError
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
+from tests._privdrop import give_to_nobody, nobody_tree, run_as_nobody
 from tests.test_faults import (
     CHATX_DECLARED,
     CHATX_DIR,
@@ -29,7 +31,9 @@ from tests.test_faults import (
     RELAY_DECLARED,
     RELAY_DIR,
     RELAY_PREFIX_ONLY,
+    SNIPPET,
     Mode,
+    _outcome_from_json,
     assert_fails_closed,
     make_host,
     make_tree,
@@ -162,3 +166,52 @@ def test_broken_plugin_dir_candidate_records_the_link(tmp_path: Path) -> None:
     assert cand.dirpath == str(root / "chatx")
     assert cand.signature is not None
     assert cand.signature.size == len(str(tmp_path / "gone"))
+
+
+# -- for real, as uid 65534: a link whose target sits in a directory nobody can search ---------
+
+# (id, what is moved behind the link, actions, mode, warm, path named, forbidden, fatal)
+RealLinkCase = tuple[str, str, list[list[str]], Mode, bool, str, frozenset[str], bool]
+REAL_LINKS: list[RealLinkCase] = [
+    ("plugin dir link, first scan", CHATX_DIR, [["chmod", "../private", "000"]], "deny", False,
+     f"{CHATX_DIR}/plugin.yaml", PLUGIN_FAILED | RELAY_DECLARED, True),
+    ("plugin dir link, first scan, raise", CHATX_DIR, [["chmod", "../private", "000"]], "raise",
+     False, f"{CHATX_DIR}/plugin.yaml", PLUGIN_FAILED, True),
+    ("plugin dir link after a healthy scan", CHATX_DIR, [["chmod", "../private", "000"]], "deny",
+     True, f"{CHATX_DIR}/plugin.yaml", PLUGIN_FAILED | RELAY_DECLARED, True),
+    ("platforms root link after a healthy scan", PLATFORMS, [["chmod", "../private", "000"]],
+     "deny", True, PLATFORMS, CHATX_DECLARED | RELAY_DECLARED, True),
+    ("platforms root link, first scan, raise", PLATFORMS, [["chmod", "../private", "000"]],
+     "raise", False, PLATFORMS, frozenset(), True),
+]  # fmt: skip
+
+
+@pytest.mark.privdrop
+def test_links_into_unsearchable_dirs_fail_closed_as_nobody() -> None:
+    """As uid 65534, a plugin dir or root symlinked into a chmod-000 directory fails closed."""
+    with nobody_tree() as top:
+        for case_id, moved, *_ in REAL_LINKS:
+            make_tree(top / case_id)
+            home = top / case_id / "B"
+            private = top / case_id / "private"
+            private.mkdir()
+            shutil.move(home / moved, private / "target")
+            (home / moved).symlink_to(private / "target")
+        give_to_nobody(top)
+        cases = [[c[0], c[2], c[3], c[4]] for c in REAL_LINKS]
+        proc = run_as_nobody(SNIPPET, str(top), json.dumps(cases))
+        assert proc.returncode == 0, proc.stderr
+        results = json.loads(proc.stdout)
+        assert len(results) == len(REAL_LINKS)
+        for (case_id, _, _, mode, warm, path, forbidden, fatal), got in zip(
+            REAL_LINKS, results, strict=True
+        ):
+            home = Path(os.path.realpath(top / case_id / "B"))
+            if warm:
+                assert got["healthy"]["complete"] is True, case_id
+            outcome = _outcome_from_json(got["outcome"])
+            if mode == "raise" and fatal:
+                assert outcome.error is not None, case_id
+            else:
+                assert outcome.error is None, case_id
+            assert_fails_closed(outcome, home=home, path=path, forbidden=forbidden)
