@@ -37,7 +37,6 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping
 
-from envscope._fs import read_regular_file
 from envscope.errors import DotenvError
 
 __all__ = [
@@ -209,6 +208,8 @@ def read_dotenv(
     interpolate: bool = True,
 ) -> dict[str, str]:
     """Read and parse a dotenv file; a missing file is empty when ``missing_ok``."""
+    from envscope._fs import read_regular_file  # on use: ``Host`` imports this module, not typing
+
     try:
         data = read_regular_file(path, MAX_DOTENV_BYTES)
     except FileNotFoundError:
