@@ -215,3 +215,58 @@ def test_links_into_unsearchable_dirs_fail_closed_as_nobody() -> None:
             else:
                 assert outcome.error is None, case_id
             assert_fails_closed(outcome, home=home, path=path, forbidden=forbidden)
+
+
+def test_missing_root_that_cannot_be_checked_fails_closed(tmp_path: Path) -> None:
+    """A missing root whose lstat fails (not ENOENT) is a failing root (fatal: a platform one)."""
+    launch, home = make_tree(tmp_path)
+    shutil.rmtree(home / PLATFORMS)
+    fs = InstrumentedFileSystem(clock_offset_ns=HOUR_NS)
+    fs.inject(home / PLATFORMS, errno.EACCES, ops=("stat",))
+    raised = traced_attempt(make_host(launch, "raise", fs), home)
+    assert isinstance(raised.error, ManifestError)
+    assert raised.error.path == str(home / PLATFORMS)
+    denied = traced_attempt(make_host(launch, "deny", fs), home)
+    assert denied.complete is False
+    assert denied.env is not None
+    assert RELAY_DECLARED.isdisjoint(denied.env)
+
+
+def test_broken_plugin_dir_is_stable_on_the_warm_path(tmp_path: Path) -> None:
+    """An unchanged dangling link probes to the very same root object; a new one is seen."""
+    root = tmp_path / "plugins" / "platforms"
+    for name in ("alpha", "beta"):
+        (root / name).mkdir(parents=True)
+        (root / name / "plugin.yaml").write_text("requires_env: [X_TOKEN]\n")
+    (root / "gone").symlink_to(tmp_path / "nowhere")
+    fs = InstrumentedFileSystem(clock_offset_ns=HOUR_NS)
+    roots = home_roots(str(tmp_path), None)
+    first = probe(fs, roots)
+    again = probe(fs, roots, {rp.root.path: rp for rp in first.roots})
+    assert again.roots[0] is first.roots[0]
+    assert [c.state for c in first.roots[0].candidates] == [
+        State.REGULAR,
+        State.REGULAR,
+        State.BROKEN,
+    ]
+    shutil.move(root / "beta", tmp_path / "beta")
+    (root / "beta").symlink_to(tmp_path / "vanished")  # a healthy plugin becomes a dangling link
+    later = probe(fs, roots, {rp.root.path: rp for rp in again.roots})
+    assert [c.state for c in later.roots[0].candidates] == [
+        State.REGULAR,
+        State.BROKEN,
+        State.BROKEN,
+    ]
+
+
+def test_broken_link_whose_lstat_also_fails_has_no_signature(tmp_path: Path) -> None:
+    """A link that neither stat nor lstat can read is still a broken plugin dir (no signature)."""
+    root = tmp_path / "plugins" / "platforms"
+    root.mkdir(parents=True)
+    (root / "chatx").symlink_to(tmp_path / "gone")
+    fs = InstrumentedFileSystem()
+    fs.inject(root / "chatx", errno.EIO, ops=("stat",))
+    (cand,) = probe(fs, home_roots(str(tmp_path), None)).roots[0].candidates
+    assert cand.state is State.BROKEN
+    assert cand.error == errno.EIO
+    assert cand.signature is None
