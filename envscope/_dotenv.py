@@ -35,8 +35,6 @@ python-dotenv does, and point at the line where the offending binding starts
 from __future__ import annotations
 
 import io
-import os
-import stat
 from collections.abc import Mapping
 
 from envscope.errors import DotenvError
@@ -201,35 +199,6 @@ def parse_dotenv(
     return values
 
 
-def read_bytes_nonblocking(path: str, limit: int) -> bytes:
-    """Read a regular file of at most ``limit`` bytes; never blocks on a FIFO.
-
-    Raises ``FileNotFoundError`` when it is missing, ``OSError`` on other
-    failures, ``DotenvError`` when it is not a regular file or too large.
-    """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags | getattr(os, "O_NOCTTY", 0))
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise DotenvError(path, "not a regular file")
-        if info.st_size > limit:
-            raise DotenvError(path, f"larger than {limit} bytes")
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            total += len(chunk)
-            if total > limit:
-                raise DotenvError(path, f"larger than {limit} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
 def read_dotenv(
     path: str,
     *,
@@ -241,9 +210,11 @@ def read_dotenv(
     """Read and parse a dotenv file; a missing file is empty when ``missing_ok``."""
     # Each error is raised outside the handler that saw the OSError or the
     # UnicodeDecodeError (which holds the whole file): no error carries a context.
+    from envscope._fs import read_regular_file  # on use: ``Host`` imports this module, not typing
+
     failure: DotenvError | None = None
     try:
-        data = read_bytes_nonblocking(path, MAX_DOTENV_BYTES)
+        data = read_regular_file(path, MAX_DOTENV_BYTES)
     except FileNotFoundError:
         if missing_ok:
             return {}
@@ -252,6 +223,10 @@ def read_dotenv(
         failure = DotenvError(path, f"cannot read: {exc.strerror or exc.__class__.__name__}")
     if failure is not None:
         raise failure
+    if data is None:
+        raise DotenvError(path, "not a regular file")
+    if len(data) > MAX_DOTENV_BYTES:
+        raise DotenvError(path, f"larger than {MAX_DOTENV_BYTES} bytes")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

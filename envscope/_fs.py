@@ -7,10 +7,14 @@ timestamps are compared with. ``RealFileSystem`` is the real OS; tests use the
 doubles in ``envscope.testing_fs`` (fault injection, call counting, a coarse
 clock).
 
-``read_regular`` never blocks and never reads what is not a regular file: it
-opens with ``O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC``, ``fstat``s the open
-descriptor, and returns ``None`` for a FIFO, a directory, a device or a socket
-(opening a socket fails with ``ENXIO``, which also means "not regular").
+``read_regular_file`` is envscope's one reader of files: manifests (through
+``RealFileSystem.read_regular``), dotenv files, ``envscope scan --plugin`` and
+``check-spawns`` sources all read through it. It never blocks and never reads
+what is not a regular file: it opens with ``O_RDONLY | O_NONBLOCK | O_NOCTTY |
+O_CLOEXEC``, ``fstat``s the open descriptor, and returns ``None`` for a FIFO, a
+directory, a device or a socket (opening a socket fails with ``ENXIO``, which
+also means "not regular"). It reads at most ``max_bytes + 1`` bytes, so a
+caller tells "too large" from "exactly the limit" by the length.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import stat
 import time
 from typing import Protocol
 
-__all__ = ["DirEntry", "FileSystem", "RealFileSystem", "StatResult"]
+__all__ = ["DirEntry", "FileSystem", "RealFileSystem", "StatResult", "read_regular_file"]
 
 _OPEN_FLAGS = (
     os.O_RDONLY
@@ -88,6 +92,36 @@ class DirEntry:
         )
 
 
+def read_regular_file(path: str, max_bytes: int) -> bytes | None:
+    """At most ``max_bytes + 1`` bytes of the regular file ``path``; ``None`` when it is not one.
+
+    Never blocks: a FIFO, a directory, a device, a socket (or a symlink to one)
+    is ``None``, found by ``fstat`` on the descriptor actually opened, so a
+    file swapped after an earlier ``stat`` cannot fool it. Other failures
+    raise ``OSError`` (``FileNotFoundError`` when ``path`` does not exist).
+    """
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket (or a device with no reader)
+            return None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        remaining = max_bytes + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, _CHUNK))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _entry(entry: os.DirEntry[str]) -> DirEntry:
     """One entry, the careful way: a type that cannot be read fails closed."""
     try:
@@ -138,27 +172,8 @@ class RealFileSystem:
         return os.stat(path, follow_symlinks=follow_symlinks)
 
     def read_regular(self, path: str, max_bytes: int) -> bytes | None:
-        """Open without blocking; ``None`` for anything but a regular file; read ≤ max_bytes+1."""
-        try:
-            fd = os.open(path, _OPEN_FLAGS)
-        except OSError as exc:
-            if exc.errno == errno.ENXIO:  # a socket (or a device with no reader)
-                return None
-            raise
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
-            chunks: list[bytes] = []
-            remaining = max_bytes + 1
-            while remaining > 0:
-                chunk = os.read(fd, min(remaining, _CHUNK))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                remaining -= len(chunk)
-            return b"".join(chunks)
-        finally:
-            os.close(fd)
+        """``read_regular_file``: ``None`` for anything but a regular file; ≤ max_bytes+1 bytes."""
+        return read_regular_file(path, max_bytes)
 
     def now_ns(self) -> int:
         """``time.time_ns()``."""

@@ -21,8 +21,17 @@ prefix and plugin prefix of the home's previous result (a complete scan does
 not, so a deleted plugin releases its names). The scan itself denies the
 secret-suffixed names under a failing plugin's prefix, also on the first scan.
 An unlistable root names no plugin: the scan denies the empty prefix (every
-secret-suffixed name of the home) while it lasts. The memory of previous names
-lives in the LRU: an evicted home starts over as a first scan.
+secret-suffixed name of the home) while it lasts.
+
+Retention does not depend on the LRU. Besides the bounded LRU of results, the
+cache keeps a *retention record*: per home identity, the declarations of its
+latest result (secrets, plugin prefixes, deny prefixes), for every home whose
+latest result declared anything. An evicted home's next scan starts from that
+record, so a broken edit after eviction still denies every name the good
+version declared. The record is bounded by what plugins declared (a home whose
+complete scan declares nothing has no record; a deleted plugin's names leave
+it with the complete scan that released them), and it shares the very
+``Declaration`` objects of the results. ``clear()`` is its reset seam.
 
 ``generation`` comes from one counter per cache, so it grows with every new
 result of a home (also across eviction); a rescan that finds exactly the same
@@ -137,6 +146,9 @@ class ManifestCache:
         from cachetools import LRUCache  # on first use: keeps ``import envscope`` cheap
 
         self._entries: LRUCache[str, _Entry] = LRUCache(maxsize)
+        # Retention, apart from the LRU: home identity -> its latest declarations, for
+        # every home whose latest result declared anything (see the module docstring).
+        self._retained: dict[str, HomeDeclarations] = {}
         self._flights: dict[str, _Flight] = {}
         # The latest probe of each root every home shares (the bundled root): a home's
         # probe reuses its objects, so all homes hold one copy and compare by identity.
@@ -167,11 +179,21 @@ class ManifestCache:
         return entry.declarations
 
     def clear(self) -> None:
-        """Forget every home, and the shared roots' probes and parses (a reset seam for tests)."""
+        """Forget every home, its retained names, the shared roots' probes and parses.
+
+        A reset seam for tests: after it, every home's next scan is a first scan.
+        """
         with self._lock:
             self._entries.clear()
+            self._retained = {}
             self._shared = {}
             self._parsed = {}
+
+    @property
+    def retained_homes(self) -> int:
+        """How many homes the retention record holds (for tests and metrics)."""
+        with self._lock:
+            return len(self._retained)
 
     def _prune_parsed(self) -> None:
         """Forget parse results of shared-root candidates no longer in their latest probe."""
@@ -204,6 +226,7 @@ class ManifestCache:
             if cached is not None and cached.ticket > arrival:
                 return cached  # a check that started after this call arrived
             ticket = next(self._tickets)
+            retained = self._retained.get(key)  # survives the LRU's eviction of ``cached``
         if cached is not None and cached.home_path == home_path:
             roots = cached.roots
             expected = cached.expected(self._shared)
@@ -221,7 +244,7 @@ class ManifestCache:
             return cached
         result = scan(self._fs, found, self._parsed)
         self._prune_parsed()
-        previous = None if cached is None else cached.declarations
+        previous = retained if cached is None else cached.declarations
         fresh = _retain(previous, result)
         if previous is not None and fresh.replace(generation=previous.generation) == previous:
             fresh = previous
@@ -232,4 +255,8 @@ class ManifestCache:
         entry = _Entry(found.stamp, fresh, result.fatal, result.racy, ticket, home_path, roots)
         with self._lock:
             self._entries[key] = entry  # the LRUCache evicts the least recently used home
+            if fresh.secrets or fresh.deny_prefixes or fresh.plugin_prefixes:
+                self._retained[key] = fresh
+            else:
+                self._retained.pop(key, None)
         return entry

@@ -47,7 +47,7 @@ import tokenize
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from envscope._fs import RealFileSystem
+from envscope._fs import read_regular_file
 from envscope._spawn_scope import (
     Scope,
     Work,
@@ -368,7 +368,7 @@ def _parse_bytes(data: bytes, path: str) -> tuple[ast.Module, str]:
 
 def _read_source(path: str) -> bytes:
     """The bytes of a regular file (never blocks on a FIFO or a device)."""
-    data = RealFileSystem().read_regular(path, MAX_SOURCE_BYTES)
+    data = read_regular_file(path, MAX_SOURCE_BYTES)
     if data is None:
         raise OSError(0, "not a regular file", path)
     if len(data) > MAX_SOURCE_BYTES:

@@ -23,7 +23,6 @@ from envscope._aliases import MIN_ALIAS_LENGTH
 from envscope._declarations import Problem, Tier
 from envscope._fs import RealFileSystem
 from envscope._snapshot import MAX_SNAPSHOT_BYTES, parse_snapshot
-from envscope._trusted_file import read_file
 from envscope.config import HostConfig, find_config, load_config
 from envscope.errors import EnvscopeError, SnapshotError
 from envscope.host import Host
@@ -240,17 +239,32 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     return 1 if entries else 0
 
 
-def _scan_plugin(directory: str) -> _report.ScanReport:
-    from envscope._manifest_schema import MAX_MANIFEST_BYTES, parse_manifest
-    from envscope.errors import ManifestError
+def _read_plugin_manifest(directory: str) -> tuple[str, bytes]:
+    """``plugin.yaml``, else ``plugin.yml``, through the one non-blocking reader."""
+    from envscope._fs import read_regular_file
+    from envscope._manifest_schema import MAX_MANIFEST_BYTES
 
     for name in ("plugin.yaml", "plugin.yml"):
         path = os.path.join(directory, name)
-        if os.path.exists(path):
-            break
-    else:
-        raise UsageError(f"{directory}: no plugin.yaml or plugin.yml")
-    data = read_file(path, max_bytes=MAX_MANIFEST_BYTES, error=_usage_error, what="manifest")
+        try:
+            data = read_regular_file(path, MAX_MANIFEST_BYTES)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot read manifest: {exc.strerror}") from None
+        if data is None:
+            raise UsageError(
+                f"{path}: not a regular file (a FIFO, directory, socket or device): not read"
+            )
+        return path, data
+    raise UsageError(f"{directory}: no plugin.yaml or plugin.yml")
+
+
+def _scan_plugin(directory: str) -> _report.ScanReport:
+    from envscope._manifest_schema import parse_manifest
+    from envscope.errors import ManifestError
+
+    path, data = _read_plugin_manifest(directory)
     try:
         manifest = parse_manifest(data, path)
     except ManifestError as exc:

@@ -520,6 +520,63 @@ def test_bounded_lru_and_clear(tmp_path: Path, fs: InstrumentedFileSystem) -> No
     assert opens(homes[0]) > 0
 
 
+@pytest.mark.parametrize(("fail", "where", "prefix"), FAILURE_ARGS, ids=FAILURE_IDS)
+def test_retention_survives_eviction(
+    tmp_path: Path, fs: InstrumentedFileSystem, fail: Failure, where: str, prefix: str | None
+) -> None:
+    """A home evicted from the LRU keeps every name it had when its next scan is partial."""
+    homes = []
+    for name in ("a", "b", "c"):
+        shutil.copytree(FIXTURE / "home", tmp_path / name, symlinks=True)
+        homes.append(Path(os.path.realpath(tmp_path / name)))
+    a = homes[0]
+    cache = ManifestCache(bundled_root=None, fs=fs, maxsize=1)
+
+    def check(home: Path) -> HomeDeclarations:
+        fs.reset_counts()
+        return cache.declarations(str(home), str(home), on_unreadable_platform="deny")
+
+    healthy = check(a)
+    assert set(healthy.secrets) == HOME_NAMES
+    for other in homes[1:]:
+        check(other)  # evicts a (maxsize 1)
+    repair = fail(a, fs)
+    broken = check(a)
+    assert fs.calls["scandir"] > 0  # a real rescan, not a cache hit
+    assert broken.complete is False
+    assert set(broken.secrets) == HOME_NAMES  # retained by name, not only by prefix
+    assert str(a / where) in {p.path for p in broken.problems}
+    assert prefix in broken.deny_prefixes
+    repair()
+    assert set(check(a).secrets) == HOME_NAMES
+
+
+def test_retention_record_is_bounded_by_what_plugins_declared(
+    tmp_path: Path, fs: InstrumentedFileSystem
+) -> None:
+    """Homes that declare nothing leave no record; a deleted plugin leaves it; clear() resets it."""
+    cache = ManifestCache(bundled_root=None, fs=fs, maxsize=2)
+    for i in range(20):
+        empty = tmp_path / f"empty{i}"
+        (empty / "plugins").mkdir(parents=True)
+        cache.declarations(str(empty), str(empty))
+    assert cache.retained_homes == 0
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURE / "home", home, symlinks=True)
+    cache.declarations(str(home), str(home), on_unreadable_platform="deny")
+    assert cache.retained_homes == 1
+    shutil.rmtree(home / "plugins")  # every plugin deleted: a complete scan declaring nothing
+    released = cache.declarations(str(home), str(home))
+    assert released.complete is True
+    assert dict(released.secrets) == {}
+    assert cache.retained_homes == 0
+    shutil.copytree(FIXTURE / "home", home, dirs_exist_ok=True, symlinks=True)
+    cache.declarations(str(home), str(home), on_unreadable_platform="deny")
+    assert cache.retained_homes == 1
+    cache.clear()
+    assert cache.retained_homes == 0
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [{"on_unreadable_platform": "ignore"}, {"maxsize": 0}],

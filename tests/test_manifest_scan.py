@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from envscope._declarations import OriginKind
+from envscope._declarations import OriginKind, plugin_prefix
 from envscope._fs import RealFileSystem
 from envscope._manifest_scan import (
     RACY_WINDOW_NS,
@@ -474,13 +474,16 @@ class _VanishingFS(InstrumentedFileSystem):
         return None
 
 
-def test_manifest_gone_irregular_after_probe_declares_nothing(tree: Path) -> None:
-    """A read that finds no regular file declares nothing and is no problem (the stamp moves on)."""
+def test_manifest_gone_irregular_after_probe_is_a_problem_of_every_manifest(tree: Path) -> None:
+    """A read that finds no regular file is a problem naming each manifest, never "nothing"."""
     fs = _VanishingFS(clock_offset_ns=HOUR_NS)
     result = run_scan(tree / "home", fs=fs)
     assert fs.calls["open"] == 7
     assert dict(result.secrets) == {}
-    assert result.complete
+    assert not result.complete
+    assert len(result.problems) == 7
+    assert all("no longer a regular file" in p.message for p in result.problems)
+    assert {plugin_prefix(p.plugin or "") for p in result.problems} <= set(result.deny_prefixes)
 
 
 class _Unreadable:
