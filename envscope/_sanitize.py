@@ -1,9 +1,10 @@
 """Stage 4 of a build (DESIGN.md §3): sanitise, a pure function like the others.
 
 Merge the caller's explicit values, strip Tier 1 always and Tier 2 unless
-credentials are inherited, resolve passthrough names, unwrap force-prefixed
-extras (never to Tier 1), strip value aliases of stripped secrets and, for
-MCP children, exported shell functions. Stages 1 to 3 and the block check are
+credentials are inherited (an MCP server's env block is the operator's
+grant), resolve passthrough names, unwrap force-prefixed extras (never to
+Tier 1), strip value aliases of secrets (``envscope._aliases``) and, for MCP
+children, exported shell functions; no force-prefixed key survives. Stages 1 to 3 and the block check are
 in ``envscope.stages``.
 """
 
@@ -114,7 +115,8 @@ def sanitize(
     _resolve_passthrough(out, policy, options, trace)
     forced = _unwrap_forced(out, policy, options, trace)
     if options.secrets is not None:
-        exempt = {*forced, *(k.upper() for k in options.pinned), *options.grant}
+        granted = _granted(out, options)  # the server's block, as configured
+        exempt = {*forced, *(k.upper() for k in options.pinned), *(granted & options.grant)}
 
         def declare(up: str) -> Declaration | None:
             return options.declaration(policy, up)
@@ -125,7 +127,7 @@ def sanitize(
             declare=declare,
             own=options.own,
             exempt=exempt,
-            granted=_granted(out, options),
+            granted=granted,
             trace=trace,
         )
     if options.drop_shell_functions:
