@@ -193,6 +193,10 @@ class Host:
             self.catalog.is_injection_vector(upper_key) and upper_key not in self._allow_injection
         )
 
+    def environ_snapshot(self) -> dict[str, str]:
+        """A copy of the process env this host reads (``os.environ`` unless one was passed)."""
+        return snapshot_env(self._environ, "environ")
+
     def add_secret_source(self, source: SecretSource) -> None:
         """Register a secret source; ``load_launch_env`` and routed scopes consult it."""
         with self._lock:
