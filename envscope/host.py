@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from typing import Literal
 
     from envscope._fs import FileSystem
+    from envscope._guard_rule import GuardRule
     from envscope._manifest_cache import ManifestCache
     from envscope.sources import SecretSource
 
@@ -163,6 +164,7 @@ class Host:
         self._residue_keep: frozenset[str] | None = None  # global names + managed keys
         self._applied: set[str] = set()
         self._supplied: set[str] = set()
+        self._granted: set[tuple[str, str]] = set()  # (upper key, value) granted: the guard
         self._census = AdapterCensus()
         self._policies: dict[str, tuple[HomeDeclarations, int, SecretPolicy]] = {}
         self._manifests: ManifestCache | None = None
@@ -447,6 +449,11 @@ class Host:
         granted = frozenset(map(norm, name_list(grant, "grant")))
         if granted and surface is not Surface.MCP:
             raise ConfigurationError("grant: only the mcp surface takes a server's env block grant")
+        if granted:  # the runtime guard lets these values pass (docs/guard.md)
+            with self._lock:
+                self._granted.update(
+                    (norm(k), v) for k, v in coerce_extra(extra).items() if norm(k) in granted
+                )
         if base is None:
             snapshot = process = snapshot_env(self._environ, "environ")
         else:
@@ -642,6 +649,30 @@ class Host:
     def launch_residue(self) -> frozenset[str]:
         """Upper-cased residue names right now (recorded keys, launch .env keys, supplied names)."""
         return self._residue()[0]
+
+    def guard_rule(self) -> GuardRule:
+        """What a spawn in this context may not carry: the runtime guard's rule (docs/guard.md)."""
+        from envscope._guard_rule import GuardRule
+
+        binding = self._binding.get()
+        target = self.launch_home if binding is None else binding.home
+        routed = self.multiplex if binding is None else binding.routed
+        policy = self._policy_of(target)
+        launch_policy = self._policy_of(self.launch_home) if routed else None
+        with self._lock:
+            granted = frozenset(self._granted)
+        return GuardRule(
+            policy,
+            None if launch_policy is policy else launch_policy,
+            host_values=(
+                snapshot_env(self._environ, "environ"),
+                self._launch_values,
+                self._managed_values or {},
+            ),
+            scope={} if binding is None else binding.scope,
+            own=_own_values(binding) if routed else {},
+            granted=granted,
+        )
 
     def explain(self, base: Mapping[str, str] | None = None, **kwargs: object) -> Trace:
         """Run a build with a fresh, fingerprinting trace and return the trace."""

@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from envscope import ConfigFileError, ConfigurationError, Host, Reason, Surface, Trace
+from envscope import (
+    ConfigFileError,
+    ConfigurationError,
+    Host,
+    Reason,
+    SpawnBlockedError,
+    Surface,
+    Trace,
+)
 from envscope.mcp import (
     load_server_parameters,
     read_server_config,
@@ -45,9 +53,9 @@ def real_host(parent_env: None, tmp_path: Path) -> Host:
 
 
 def test_importing_envscope_never_imports_the_sdk() -> None:
-    """``import envscope``, a build, envscope.spawn and envscope.guard load no ``mcp`` module."""
+    """``import envscope``, a build, envscope.spawn and the guard load no ``mcp`` module."""
     code = (
-        "import sys, envscope, envscope.spawn, envscope.guard\n"
+        "import sys, envscope, envscope.spawn, envscope._guard\n"
         "h = envscope.Host('.', environ={'PATH': '/b'}); h.build_subprocess_env(surface='mcp')\n"
         "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'mcp_'))))"
     )
@@ -292,3 +300,29 @@ def test_real_github_config_copying_the_host_token_is_refused_until_granted(
     assert set(seen_refused) == SAFE_KEYS | {"GITHUB_TOOLSETS"}
     assert set(seen_granted) == SAFE_KEYS | {"GITHUB_TOOLSETS", "GITHUB_PERSONAL_ACCESS_TOKEN"}
     assert seen_granted["GITHUB_PERSONAL_ACCESS_TOKEN"] == HOST_TOKEN
+
+
+def test_guard_passes_an_sdk_rebuilt_granted_env_and_blocks_a_raw_copy(
+    real_host: Host, tmp_path: Path
+) -> None:
+    """Under guard(raise) the SDK's rebuilt env of a granted server runs; a raw copy is blocked."""
+    from mcp import StdioServerParameters
+
+    import envscope
+
+    command, args = server_command()
+    server = {**GITHUB_SERVER, "command": command, "args": args}
+    path = _write(tmp_path, "mcp.json", {"mcpServers": {"github": server}})
+    envscope.guard(real_host, mode="raise")
+    try:
+        granted = load_server_parameters(
+            real_host, path, grants={"github": ["GITHUB_PERSONAL_ACCESS_TOKEN"]}
+        )["github"]
+        (seen,) = server_environments(granted)
+        assert seen["GITHUB_PERSONAL_ACCESS_TOKEN"] == HOST_TOKEN
+        raw = StdioServerParameters(command=command, args=args, env={"GH_TOKEN": HOST_TOKEN})
+        with pytest.raises(SpawnBlockedError) as info:
+            server_environments(raw)
+        assert info.value.keys == ["GH_TOKEN (the value of GITHUB_TOKEN)"]
+    finally:
+        envscope.guard(real_host, mode="off")
