@@ -30,7 +30,7 @@ pytest: $(STAMP)
 test: lint typecheck pytest
 
 # The demo runs in a minimal, fixed parent env so its output is the same everywhere.
-DEMO_ENV := env -i PATH="$(PATH)" HOME=/home/operator LANG=C.UTF-8 ENVSCOPE_FINGERPRINT_KEY=demo-key
+DEMO_ENV := env -i PATH="$(PATH)" HOME=/home/operator LANG=C.UTF-8 ENVSCOPE_FINGERPRINT_KEY=demo-key-for-the-docs
 DEMO     := $(DEMO_ENV) $(BIN)/envscope --config fixtures/demo/envscope.yaml
 
 demo: $(STAMP)

@@ -116,6 +116,7 @@ class Binding(_Record):
         "residue_origins",
         "launch_policy",
     )
+    _masked = ("scope",)  # repr shows the scope's keys, never its values
     home: str
     routed: bool
     scope: Mapping[str, str]

@@ -68,10 +68,15 @@ class OriginKind(enum.Enum):
 
 
 class _Record:
-    """An immutable value: ``_fields`` names its fields in order (``__slots__`` holds them)."""
+    """An immutable value: ``_fields`` names its fields in order (``__slots__`` holds them).
+
+    ``_masked`` names the fields that map names to *values* (a scope, a
+    surface policy's ``set``): ``repr`` shows their keys, never their values.
+    """
 
     __slots__ = ()
     _fields: tuple[str, ...] = ()
+    _masked: tuple[str, ...] = ()
 
     def _values(self) -> tuple[object, ...]:
         return tuple(getattr(self, name) for name in self._fields)
@@ -92,7 +97,10 @@ class _Record:
         return hash(self._values())
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._fields)
+        shown = ", ".join(
+            f"{n}={masked_repr(getattr(self, n)) if n in self._masked else repr(getattr(self, n))}"
+            for n in self._fields
+        )
         return f"{type(self).__name__}({shown})"
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
@@ -100,6 +108,12 @@ class _Record:
 
 
 _set = object.__setattr__
+MASK = "********"
+
+
+def masked_repr(values: Mapping[str, object]) -> str:
+    """``{'KEY': ********, ...}``: the keys of a mapping of values, never a value."""
+    return "{" + ", ".join(f"{key!r}: {MASK}" for key in values) + "}"
 
 
 class Origin(_Record):

@@ -239,19 +239,26 @@ def read_dotenv(
     interpolate: bool = True,
 ) -> dict[str, str]:
     """Read and parse a dotenv file; a missing file is empty when ``missing_ok``."""
+    # Each error is raised outside the handler that saw the OSError or the
+    # UnicodeDecodeError (which holds the whole file): no error carries a context.
+    failure: DotenvError | None = None
     try:
         data = read_bytes_nonblocking(path, MAX_DOTENV_BYTES)
     except FileNotFoundError:
         if missing_ok:
             return {}
-        raise DotenvError(path, "file not found") from None
+        failure = DotenvError(path, "file not found")
     except OSError as exc:
-        raise DotenvError(path, f"cannot read: {exc.strerror or exc.__class__.__name__}") from None
+        failure = DotenvError(path, f"cannot read: {exc.strerror or exc.__class__.__name__}")
+    if failure is not None:
+        raise failure
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = _count_line_ends(exc.object[: exc.start].decode("utf-8", "replace")) + 1
-        raise DotenvError(path, f"not valid UTF-8 at byte {exc.start}", line=line) from None
+        failure = DotenvError(path, f"not valid UTF-8 at byte {exc.start}", line=line)
+    if failure is not None:
+        raise failure
     return parse_dotenv(
         text, path=path, environ=environ, override=override, interpolate=interpolate
     )

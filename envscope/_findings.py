@@ -1,4 +1,16 @@
-"""Warnings for kept variables whose *value* looks like a credential; closing a trace.
+"""Warnings for kept variables that look like credentials; closing a trace.
+
+Two kinds of warning, each holding a key and a kind, never a value:
+
+- **value shape** (``find_credential_values``): the value holds a well-known
+  token format;
+- **name shape** (``find_credential_names``): the name ends in a credential
+  suffix (``_TOKEN _SECRET _KEY _PASSWORD _PASS _PWD _CREDENTIALS _API_KEY``)
+  or contains ``SECRET``/``PASSWORD``, or the value is a URL with a password
+  in its userinfo (``postgres://u:pw@h/db``).
+
+Both skip names a rule declares; name shape also skips the names a host
+says it passes knowingly (``Host(known_safe=...)``). Neither ever strips.
 
 A policy decides by name. A child env can still carry a token under a name no
 rule declares (``MY_APP_KEY=ghp_...``, ``DEPLOY=https://x:glpat-...@host``).
@@ -29,10 +41,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CREDENTIAL_KINDS",
+    "NAME_KINDS",
     "CredentialFinding",
+    "NameFinding",
     "credential_kind",
+    "find_credential_names",
     "find_credential_values",
     "finish_trace",
+    "name_kind",
 ]
 
 _ALNUM = "A-Za-z0-9"
@@ -141,6 +157,66 @@ def find_credential_values(
     return findings
 
 
+_NAME_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_KEY", "_PASSWORD", "_PASS", "_PWD",
+                  "_CREDENTIALS")  # fmt: skip
+_NAME_WORDS = ("SECRET", "PASSWORD")
+# scheme://user:password@ -- each part excludes the separator that ends it: linear.
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/@\s:]*:[^/@\s]+@")
+NAME_KINDS: tuple[str, ...] = ("credential-suffix", "credential-word", "url-with-password")
+
+
+@dataclass(frozen=True)
+class NameFinding:
+    """A kept, undeclared variable whose name (or URL) looks like a credential: key and kind."""
+
+    key: str
+    kind: str
+
+    def __str__(self) -> str:
+        if self.kind == "url-with-password":
+            what = "the value is a URL with a password in it"
+        else:
+            what = f"the name looks like a credential ({self.kind})"
+        return (
+            f"{self.key}: {what} but no rule declares it (kept; declare it if it is a "
+            "secret, or list it in known_safe if the host passes it knowingly)"
+        )
+
+
+def name_kind(key: str, value: str) -> str | None:
+    """Why ``key`` (with ``value``) looks like a credential by its shape, or None."""
+    up = key.upper()
+    if up.endswith(_NAME_SUFFIXES):
+        return "credential-suffix"
+    if any(word in up for word in _NAME_WORDS):
+        return "credential-word"
+    if "://" in value and _URL_PASSWORD.match(value.strip()):
+        return "url-with-password"
+    return None
+
+
+def find_credential_names(
+    env: Mapping[str, str],
+    *,
+    policy: SecretPolicy | None = None,
+    known_safe: frozenset[str] = frozenset(),
+) -> list[NameFinding]:
+    """Keys of ``env`` whose name or URL looks like a credential, sorted by key.
+
+    Skipped: empty values, upper-cased names in ``known_safe``, and (with a
+    ``policy``) names it declares in either tier.
+    """
+    findings = []
+    for key in sorted(env):
+        value = env[key]
+        if not value or key.upper() in known_safe:
+            continue
+        kind = name_kind(key, value)
+        if kind is not None and (policy is None or policy.tier_of(key) is None):
+            findings.append(NameFinding(key, kind))
+    return findings
+
+
 def finish_trace(
     trace: Trace,
     child: Mapping[str, str],
@@ -151,11 +227,13 @@ def finish_trace(
     home: str,
     surface: Surface,
     routed: bool,
+    known_safe: frozenset[str] = frozenset(),
 ) -> None:
     """Close a traced build: ``kept`` for every untouched key, the warnings and the context."""
     ctx = trace.context
     for key in trace.record_untouched(child, global_names):
-        if catalog.is_injection_vector(key):
+        # A global name (TMPDIR is on glibc's list) is an ordinary process-wide setting.
+        if catalog.is_injection_vector(key) and key.upper() not in global_names:
             ctx.warnings.append(
                 f"{key}: the launch env carries a name that changes how a child's "
                 "loader, shell or interpreter starts (kept: it was not introduced)"
@@ -165,6 +243,8 @@ def finish_trace(
             f"{finding.key}: the value looks like a {finding.kind} but no rule declares "
             "the name (kept; declare it in the catalog or a manifest if it is a secret)"
         )
+    for name_finding in find_credential_names(child, policy=policy, known_safe=known_safe):
+        ctx.warnings.append(str(name_finding))
     ctx.home, ctx.surface, ctx.routed = home, surface.value, routed
     ctx.complete, ctx.problems = policy.complete, policy.problems
     ctx.child_keys = tuple(child)

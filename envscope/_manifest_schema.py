@@ -374,12 +374,7 @@ def read_manifest(data: bytes, path: str) -> tuple[str | None, str | None, list[
         )
     checked = _fast_check(doc.root)
     if checked is None:  # not the common shape: the pydantic models decide, and word the error
-        from pydantic import ValidationError
-
-        try:
-            checked = _validator()(doc.root)
-        except ValidationError as exc:
-            raise _error(doc, path, exc.errors(include_url=False)) from None
+        checked = _validated(doc, path)
     lines = doc.lines
     entries = [
         (name, section, index, lines.get((section, index)), secret, category)
@@ -387,6 +382,17 @@ def read_manifest(data: bytes, path: str) -> tuple[str | None, str | None, list[
         for index, (name, secret, category) in enumerate(checked.sections[section])
     ]
     return checked.name, checked.kind, entries
+
+
+def _validated(doc: Document, path: str) -> _Checked:
+    """The pydantic models' reading; the error is raised outside the handler (no context)."""
+    from pydantic import ValidationError
+
+    try:
+        return _validator()(doc.root)
+    except ValidationError as exc:  # it holds the input values: keep it out of the chain
+        failure = _error(doc, path, exc.errors(include_url=False))
+    raise failure
 
 
 def parse_manifest(data: bytes, path: str) -> Manifest:

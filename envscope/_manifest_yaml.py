@@ -15,8 +15,10 @@ lets us refuse what a manifest has no use for before any of it is built:
 - tags other than the standard ``!!str !!int !!float !!bool !!null !!seq !!map``;
 - more than one YAML document.
 
-Every error is a ``ManifestError`` naming the file, the line where known and
-the field path; no message ever repeats a value of the document.
+Every error is a ``ManifestError`` (or the ``error`` class the caller names:
+the config file and catalogs are read here too) naming the file, the line where
+known and the field path; no message ever repeats a value of the document, and
+no error carries the parser's exception (which holds the text) as its context.
 
 A plain block manifest (most of them) is read faster by ``_read_block``, line
 by line; only when libyaml parses the text into as many events is that read
@@ -36,7 +38,7 @@ from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
 from envscope._manifest_schema import MAX_MANIFEST_BYTES, render_path, yaml_type_name
-from envscope.errors import ManifestError
+from envscope.errors import FileError, ManifestError
 
 __all__ = [
     "MAX_DEPTH",
@@ -58,7 +60,7 @@ _STR, _INT, _FLOAT, _BOOL, _NULL = (f"{_STD}{t}" for t in ("str", "int", "float"
 _SEQ, _MAP = f"{_STD}seq", f"{_STD}map"
 _TIMESTAMP, _MERGE, _VALUE = f"{_STD}timestamp", f"{_STD}merge", f"{_STD}value"
 _EXPLICIT_SCALAR_TAGS = frozenset({_STR, _INT, _FLOAT, _BOOL, _NULL})
-_NO_ALIASES = "YAML anchors and aliases (&name, *name) are not allowed in a manifest"
+_NO_ALIASES = "YAML anchors and aliases (&name, *name) are not allowed in a {kind}"
 _ALLOWED_TAGS_TEXT = "!!str, !!int, !!float, !!bool, !!null, !!seq and !!map"
 
 _UTF8_BOM = b"\xef\xbb\xbf"
@@ -117,37 +119,46 @@ def _line_at(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1
 
 
-def decode_manifest(data: bytes, path: str) -> str:
-    """Check the size and encoding of manifest bytes and return the text (UTF-8, BOM dropped)."""
-    if len(data) > MAX_MANIFEST_BYTES:
-        raise ManifestError(
-            path, f"manifest is larger than {MAX_MANIFEST_BYTES} bytes ({len(data)} bytes)"
-        )
+def decode_manifest(
+    data: bytes,
+    path: str,
+    *,
+    error: type[FileError] = ManifestError,
+    kind: str = "manifest",
+    max_bytes: int = MAX_MANIFEST_BYTES,
+) -> str:
+    """Check the size and encoding of YAML bytes and return the text (UTF-8, BOM dropped)."""
+    if len(data) > max_bytes:
+        raise error(path, f"{kind} is larger than {max_bytes} bytes ({len(data)} bytes)")
     if data.isascii() and not data.translate(None, _PRINTABLE_ASCII):
         return data.decode("ascii")  # the common case, in one pass: no BOM, NUL or control
     if data.startswith(_UTF8_BOM):
         data = data[len(_UTF8_BOM) :]
     for bom, encoding in _WIDE_BOMS:
         if data.startswith(bom):
-            raise ManifestError(path, f"manifest is {encoding}-encoded; save it as UTF-8", line=1)
+            raise error(path, f"{kind} is {encoding}-encoded; save it as UTF-8", line=1)
     nul = data.find(b"\x00")
     if nul >= 0:
-        raise ManifestError(
+        raise error(
             path,
-            "manifest contains a NUL byte (a binary or UTF-16 file?); save it as UTF-8",
+            f"{kind} contains a NUL byte (a binary or UTF-16 file?); save it as UTF-8",
             line=_line_at(data, nul),
         )
     try:
         text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ManifestError(
-            path, "manifest is not valid UTF-8; save it as UTF-8", line=_line_at(data, exc.start)
-        ) from None
+    except UnicodeDecodeError as exc:  # raised below, outside the handler: no context
+        bad_at = exc.start
+    else:
+        bad_at = -1
+    if bad_at >= 0:
+        raise error(
+            path, f"{kind} is not valid UTF-8; save it as UTF-8", line=_line_at(data, bad_at)
+        )
     bad = _NON_PRINTABLE.search(text)
     if bad is not None:
-        raise ManifestError(
+        raise error(
             path,
-            f"manifest contains a control character (U+{ord(bad.group()):04X})",
+            f"{kind} contains a control character (U+{ord(bad.group()):04X})",
             line=text.count("\n", 0, bad.start()) + 1,
         )
     return text
@@ -168,15 +179,19 @@ _NO_ROOT = object()
 class _Composer:
     """Builds plain values from parser events, refusing what a manifest must not hold."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(
+        self, path: str, error: type[FileError] = ManifestError, kind: str = "manifest"
+    ) -> None:
         self.path = path
+        self.error = error
+        self.kind = kind
         self.stack: list[_Frame] = []
         self.lines: dict[NodePath, int] = {}
         self.root: object = _NO_ROOT
         self.constructor = SafeConstructor()
 
-    def fail(self, message: str, line: int, node_path: NodePath = ()) -> ManifestError:
-        return ManifestError(self.path, message, line=line, field=render_path(node_path) or None)
+    def fail(self, message: str, line: int, node_path: NodePath = ()) -> FileError:
+        return self.error(self.path, message, line=line, field=render_path(node_path) or None)
 
     def run(self, loader: Any) -> Document:
         documents = 0
@@ -188,11 +203,11 @@ class _Composer:
             if isinstance(event, yaml.DocumentStartEvent):
                 documents += 1
                 if documents > 1:
-                    raise self.fail("a manifest must be a single YAML document", line)
+                    raise self.fail(f"a {self.kind} must be a single YAML document", line)
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
                 self.stack.pop()
             elif isinstance(event, yaml.AliasEvent):
-                raise self.fail(_NO_ALIASES, line)
+                raise self.fail(_NO_ALIASES.format(kind=self.kind), line)
             elif isinstance(event, yaml.NodeEvent):
                 self.node(event, line)
         if self.root is _NO_ROOT:
@@ -211,7 +226,7 @@ class _Composer:
         else:
             here = (*top.path, len(top.container))
         if event.anchor is not None:
-            raise self.fail(_NO_ALIASES, line, here)
+            raise self.fail(_NO_ALIASES.format(kind=self.kind), line, here)
         if isinstance(event, yaml.ScalarEvent):
             value = self.scalar(event, line, here)
             if is_key:
@@ -278,8 +293,9 @@ class _Composer:
             return value
         try:
             return construct(self.constructor, yaml.ScalarNode(tag, value))
-        except (ValueError, KeyError, IndexError, OverflowError):
-            raise self.fail(f"scalar is not a valid !!{tag[len(_STD) :]}", line, here) from None
+        except (ValueError, KeyError, IndexError, OverflowError):  # its message holds the value
+            pass
+        raise self.fail(f"scalar is not a valid !!{tag[len(_STD) :]}", line, here)
 
 
 # -- the block reader: most manifests, line by line, without an object per parser event --------
@@ -482,9 +498,36 @@ def _redact(text: str) -> str:
     return _QUOTED.sub("'…'", text)
 
 
-def read_document(data: bytes, path: str) -> Document:
-    """Decode and compose manifest bytes; raise ``ManifestError`` on anything unreadable."""
-    text = decode_manifest(data, path)
+def _failure(exc: Exception, path: str, error: type[FileError]) -> FileError:
+    """The typed error for a parser failure, built from its position and redacted words only."""
+    if isinstance(exc, RecursionError):
+        return error(path, f"nesting is deeper than {MAX_DEPTH} levels")
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        parts = [_redact(part) for part in (exc.context, exc.problem) if part]
+        return error(
+            path,
+            "invalid YAML: " + (": ".join(parts) or type(exc).__name__),
+            line=mark.line + 1 if mark is not None else None,
+        )
+    reason = getattr(exc, "reason", None)
+    message = _redact(reason) if isinstance(reason, str) else type(exc).__name__
+    return error(path, f"invalid YAML: {message}")
+
+
+def read_document(
+    data: bytes,
+    path: str,
+    *,
+    error: type[FileError] = ManifestError,
+    kind: str = "manifest",
+    max_bytes: int = MAX_MANIFEST_BYTES,
+) -> Document:
+    """Decode and compose YAML bytes; raise ``error`` (``ManifestError``) on anything unreadable.
+
+    ``kind`` names the file in messages ("manifest", "config", "catalog").
+    """
+    text = decode_manifest(data, path, error=error, kind=kind, max_bytes=max_bytes)
     loader_class = _loader_class()
     if loader_class is _LIBYAML and _LIBYAML is not None:
         block = _read_block(text)
@@ -492,20 +535,9 @@ def read_document(data: bytes, path: str) -> Document:
             return block[0]
     loader = loader_class(text)
     try:
-        return _Composer(path).run(loader)
-    except RecursionError:
-        raise ManifestError(path, f"nesting is deeper than {MAX_DEPTH} levels") from None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        parts = [_redact(part) for part in (exc.context, exc.problem) if part]
-        raise ManifestError(
-            path,
-            "invalid YAML: " + (": ".join(parts) or type(exc).__name__),
-            line=mark.line + 1 if mark is not None else None,
-        ) from None
-    except yaml.YAMLError as exc:
-        reason = getattr(exc, "reason", None)
-        message = _redact(reason) if isinstance(reason, str) else type(exc).__name__
-        raise ManifestError(path, f"invalid YAML: {message}") from None
+        return _Composer(path, error, kind).run(loader)
+    except (RecursionError, yaml.YAMLError) as exc:  # the parser's error holds the text
+        failure = _failure(exc, path, error)
     finally:
         loader.dispose()
+    raise failure  # outside the handler: the error has no __context__

@@ -55,11 +55,18 @@ def _origin_text(origin: Origin | None, relative_to: str | None) -> str | None:
 
 
 def snapshot_of(
-    trace: Trace, *, home: str, surface: str | None = None, relative_to: str | None = None
+    trace: Trace,
+    *,
+    home: str,
+    surface: str | None = None,
+    relative_to: str | None = None,
+    key_id: str | None = None,
 ) -> JsonDict:
     """The JSON an auditor keeps: keys, final decisions, fingerprints; never a value.
 
-    Origin paths under ``relative_to`` are shown relative to it.
+    Origin paths under ``relative_to`` are shown relative to it; ``key_id``
+    names the fingerprint key (``fingerprint_key_id``) so a diff can tell
+    snapshots made under different keys.
     """
     ctx = trace.context
     child = frozenset(k.upper() for k in ctx.child_keys)
@@ -75,6 +82,7 @@ def snapshot_of(
         }
     return {
         "envscope_snapshot": SNAPSHOT_VERSION,
+        "fingerprint_key_id": key_id,
         "home": home,
         "surface": surface or ctx.surface,
         "routed": ctx.routed,
@@ -98,12 +106,31 @@ def _problem_text(problem: Problem, relative_to: str | None) -> str:
     return str(relative_problem(problem, relative_to))
 
 
+def printable(text: str) -> str:
+    """``text`` with every non-printable character escaped (``\\x1b``, ``\\u202e``, ``\\n``).
+
+    Keys, origins and paths come from files others may write (a profile's
+    ``.env`` key can hold an ANSI escape): no text formatter passes one raw.
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escaped(c) for c in text)
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def format_json(data: object) -> str:
     """Stable JSON: sorted keys, two-space indent, a trailing newline."""
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def _table(rows: Sequence[Sequence[str]], color_col: int | None, color: bool) -> list[str]:
+    rows = [[printable(cell) for cell in row] for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for n, row in enumerate(rows):
@@ -138,7 +165,7 @@ def format_explain(
             shown = values.get(key)
             row.append("" if shown is None else MASK if is_tier1(key) else shown)
         rows.append(row)
-    title = f"envscope explain: {snapshot['surface']} child for {snapshot['home']}"
+    title = printable(f"envscope explain: {snapshot['surface']} child for {snapshot['home']}")
     if snapshot["routed"]:
         title += " (routed)"
     lines = [title, "", *_table(rows, 1, color), ""]
@@ -147,8 +174,8 @@ def format_explain(
     policy = snapshot["policy"]
     status = "complete" if policy["complete"] else "PARTIAL (failing closed)"
     lines.append(f"{kept} kept, {removed} removed; policy {status}")
-    lines.extend(f"problem: {p}" for p in policy["problems"])
-    lines.extend(f"warning: {w}" for w in snapshot["warnings"])
+    lines.extend(printable(f"problem: {p}") for p in policy["problems"])
+    lines.extend(printable(f"warning: {w}") for w in snapshot["warnings"])
     return "\n".join(lines) + "\n"
 
 
@@ -168,10 +195,27 @@ def _rule(info: Mapping[str, Any] | None, label: str) -> str:
     return f"{label}: {info['action']} at {info['stage']}, {info['reason']}{origin}"
 
 
+def fingerprints_comparable(a: JsonDict, b: JsonDict) -> bool:
+    """Both snapshots name the same fingerprint key (a snapshot without one compares to none)."""
+    a_id, b_id = a.get("fingerprint_key_id"), b.get("fingerprint_key_id")
+    return a_id is not None and a_id == b_id
+
+
+KEYS_DIFFER_NOTE = (
+    "the two sides were made under different fingerprint keys (or one names no key): "
+    "changed values cannot be told apart, only added and removed keys are listed"
+)
+
+
 def diff_snapshots(
     a: JsonDict, b: JsonDict, *, labels: tuple[str, str] = ("A", "B")
 ) -> list[DiffEntry]:
-    """Keys added to, removed from and changed between two children's envs."""
+    """Keys added to, removed from and changed between two children's envs.
+
+    "Changed" (a different fingerprint) is reported only when both sides were
+    made under the same fingerprint key (``fingerprints_comparable``).
+    """
+    comparable = fingerprints_comparable(a, b)
     a_keys = {k.upper(): (k, v) for k, v in a["keys"].items()}
     b_keys = {k.upper(): (k, v) for k, v in b["keys"].items()}
     a_child = {k.upper() for k in a["child"]}
@@ -187,7 +231,8 @@ def diff_snapshots(
         elif up not in b_child:
             out.append(DiffEntry(key, "removed", why))
         elif (
-            a_info is not None
+            comparable
+            and a_info is not None
             and b_info is not None
             and a_info["fingerprint"] != b_info["fingerprint"]
         ):
@@ -195,10 +240,14 @@ def diff_snapshots(
     return out
 
 
-def format_diff(entries: Iterable[DiffEntry], labels: tuple[str, str]) -> str:
-    """A table of differences (or a line saying there are none)."""
+def format_diff(
+    entries: Iterable[DiffEntry], labels: tuple[str, str], *, comparable: bool = True
+) -> str:
+    """A table of differences (or a line saying there are none), with the key note."""
     items = list(entries)
-    head = f"envscope diff: {labels[0]} → {labels[1]}"
+    head = printable(f"envscope diff: {labels[0]} → {labels[1]}")
+    if not comparable:
+        head += f"\nnote: {KEYS_DIFFER_NOTE}"
     if not items:
         return f"{head}\n\nno differences\n"
     rows = [["KEY", "CHANGE", "WHY"], *([e.key, e.change, e.rule] for e in items)]
@@ -221,11 +270,11 @@ def format_scan(reports: Iterable[ScanReport]) -> str:
     lines: list[str] = []
     total = 0
     for report in reports:
-        lines.append(f"{report.label}:")
+        lines.append(printable(f"{report.label}:"))
         for path, names in sorted(report.secrets.items()):
-            lines.append(f"  {path}: {', '.join(sorted(names)) or '(no secrets)'}")
+            lines.append(printable(f"  {path}: {', '.join(sorted(names)) or '(no secrets)'}"))
         for problem in report.problems:
-            lines.append(f"  problem: {problem}")
+            lines.append(printable(f"  problem: {problem}"))
         total += len(report.problems)
         lines.append("")
     lines.append(f"{total} problem{'s' if total != 1 else ''}")

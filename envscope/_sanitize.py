@@ -62,6 +62,7 @@ class SanitizeOptions:
     # On the mcp surface ``extra`` is the server's env block: the operator's grant.
     extra_is_grant: bool = False
     grant: frozenset[str] = frozenset()  # upper-cased block keys whose host-secret value passes
+    ungrantable: frozenset[str] = frozenset()  # a secret source's own credentials: never granted
 
     def __repr__(self) -> str:
         return "SanitizeOptions(...)"  # holds values: never shown
@@ -139,7 +140,11 @@ def _granted(out: Entries, options: SanitizeOptions) -> frozenset[str]:
     if not options.extra_is_grant:
         return frozenset()
     block = {k.upper(): v for k, v in options.extra.items()}
-    return frozenset(up for up, (_, value) in out.items() if block.get(up) == value)
+    return frozenset(
+        up
+        for up, (_, value) in out.items()
+        if block.get(up) == value and up not in options.ungrantable
+    )
 
 
 def _drop(out: Entries, ups: Iterable[str], reason: Reason, trace: Trace | None) -> None:

@@ -8,29 +8,29 @@ that starts a child process whose environment does not come from an explicit
 - ``subprocess.Popen/run/call/check_call/check_output`` and
   ``asyncio.create_subprocess_exec/create_subprocess_shell`` (and
   ``pexpect.spawn/run``, ``pexpect.popen_spawn.PopenSpawn``,
-  ``ptyprocess.PtyProcess.spawn``) without an ``env=`` argument, with
-  ``env=None`` (the default: the child inherits), or with ``env=os.environ``
-  or an obvious copy of it (``os.environ.copy()``, ``dict(os.environ)``,
-  ``{**os.environ, ...}``, ``os.environ | {...}``);
+  ``ptyprocess.PtyProcess.spawn``) without an ``env=`` argument, with an env
+  that may be ``None`` (the default: the child inherits), or with one that
+  may be ``os.environ`` or a copy or merge of it;
 - a ``**kwargs`` splat without ``env=`` is reported too: it is not proof that
   ``env`` is set;
 - calls that take no environment at all: ``os.system``, ``os.popen``,
   ``subprocess.getoutput/getstatusoutput``, ``pty.spawn``, and the ``os.exec*``
   and ``os.spawn*`` functions without the ``e`` suffix;
 - ``os.exec*e``/``os.spawn*e``/``os.posix_spawn[p]`` are fine unless their env
-  argument is ``os.environ`` or a copy of it.
+  argument may be ``os.environ`` or a copy of it.
 
-Names are resolved through imports (``import subprocess as sp``, ``from os
-import system``, ``import asyncio.subprocess``, ``from os import *``) and
-plain assignments (``run = subprocess.run``), per scope: a function sees its
-module's imports and its own. The resolution is deliberately generous: a name
-bound to a spawn function anywhere in a scope counts everywhere in it (so a
-``try: import pty / except ImportError: pty = None`` fallback still counts).
+Names and values are resolved by ``_spawn_scope`` (imports, assignments,
+tuple and walrus assignments, per scope, generously: a binding anywhere in a
+scope counts everywhere in it). The exact list of covered and uncovered forms
+is the table in docs/cli.md, each row a test.
+
+Source is decoded exactly as Python decodes it (``tokenize.detect_encoding``:
+the BOM, a PEP 263 coding cookie, else UTF-8), so a cookie such as utf-7
+cannot hide a call from the check that Python would run.
 
 A deliberate exception carries the comment ``# envscope: allow-inherit`` on
 any line of the call; it is reported with ``allowed=True`` and is not a
-finding. Not covered: ``loop.subprocess_exec``, ``multiprocessing``,
-``os.fork``, calls through ``getattr`` or ``functools.partial``.
+finding.
 
 Everything here is pure except ``check_paths``, which reads the files.
 """
@@ -46,6 +46,16 @@ import stat
 import tokenize
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+
+from envscope._fs import RealFileSystem
+from envscope._spawn_scope import (
+    Scope,
+    Work,
+    analyse,
+    may_hold_environ,
+    may_hold_none,
+    qualnames,
+)
 
 __all__ = [
     "ALLOW_COMMENT",
@@ -89,7 +99,7 @@ class SpawnSite:
 
     def __str__(self) -> str:
         tail = " (allowed)" if self.allowed else ""
-        return f"{self.path}:{self.line}:{self.col}: {self.call}: {self.reason}{tail}"
+        return f"{printable(self.path)}:{self.line}:{self.col}: {self.call}: {self.reason}{tail}"
 
 
 class _Rule(enum.Enum):
@@ -141,110 +151,6 @@ def _targets() -> dict[str, _Target]:
 
 
 _TARGETS: Mapping[str, _Target] = _targets()
-_MODULE_ALIASES = {"posix": "os", "nt": "os"}
-_PARENT_ENVIRON = frozenset({"os.environ", "os.environb"})
-
-_Bindings = dict[str, frozenset[str]]
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-
-
-def _canonical(qual: str) -> str:
-    head, _, rest = qual.partition(".")
-    if head in _MODULE_ALIASES and rest:
-        return f"{_MODULE_ALIASES[head]}.{rest}"
-    return qual
-
-
-def _qualnames(expr: ast.expr, bindings: _Bindings) -> frozenset[str]:
-    """The dotted names an expression may denote (``sp.run`` → ``subprocess.run``)."""
-    attrs: list[str] = []
-    node = expr
-    while isinstance(node, ast.Attribute):
-        attrs.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return frozenset()
-    bases = bindings.get(node.id, frozenset())
-    suffix = "".join(f".{attr}" for attr in reversed(attrs))
-    return frozenset(_canonical(base + suffix) for base in bases)
-
-
-def _scope_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of one scope, in source order, not descending into nested scopes."""
-    stack = list(reversed(list(ast.iter_child_nodes(scope))))
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, _SCOPES):
-            stack.extend(reversed(list(ast.iter_child_nodes(node))))
-
-
-def _bind(local: dict[str, set[str]], name: str, qual: str) -> None:
-    local.setdefault(name, set()).add(qual)
-
-
-def _bind_import(node: ast.Import | ast.ImportFrom, local: dict[str, set[str]]) -> None:
-    if isinstance(node, ast.Import):
-        for alias in node.names:
-            if alias.asname:
-                _bind(local, alias.asname, alias.name)
-            else:
-                head = alias.name.split(".", 1)[0]
-                _bind(local, head, head)
-        return
-    if node.level or not node.module:
-        return  # a relative import is never the standard library
-    module = node.module
-    for alias in node.names:
-        if alias.name == "*":
-            for qual in _TARGETS:
-                tail = qual[len(module) + 1 :]
-                if qual.startswith(f"{module}.") and "." not in tail:
-                    _bind(local, tail, qual)
-        else:
-            _bind(local, alias.asname or alias.name, f"{module}.{alias.name}")
-
-
-def _scope_bindings(scope: ast.AST, parent: _Bindings) -> _Bindings:
-    """``parent`` overlaid with what ``scope`` itself binds (a local name shadows)."""
-    local: dict[str, set[str]] = {}
-    assigns: list[tuple[list[ast.expr], ast.expr]] = []
-    for node in _scope_nodes(scope):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            _bind_import(node, local)
-        elif isinstance(node, ast.Assign):
-            assigns.append((node.targets, node.value))
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            assigns.append(([node.target], node.value))
-    merged: _Bindings = {**parent, **{k: frozenset(v) for k, v in local.items()}}
-    for targets, value in assigns:
-        quals = _qualnames(value, merged)
-        if not quals:
-            continue
-        for target in targets:
-            if isinstance(target, ast.Name):
-                merged[target.id] = merged.get(target.id, frozenset()) | quals
-    return merged
-
-
-def _is_parent_environ(expr: ast.expr, bindings: _Bindings) -> bool:
-    """True for ``os.environ`` and its obvious copies and merges (iterative: no recursion)."""
-    pending = [expr]
-    while pending:
-        node = pending.pop()
-        if _qualnames(node, bindings) & _PARENT_ENVIRON:
-            return True
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute) and func.attr == "copy" and not node.args:
-                pending.append(func.value)
-            elif isinstance(func, ast.Name) and func.id == "dict" and node.args:
-                pending.append(node.args[0])
-        elif isinstance(node, ast.Dict):
-            pending.extend(v for k, v in zip(node.keys, node.values, strict=True) if k is None)
-        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-            pending.extend((node.left, node.right))
-    return False
 
 
 def _env_argument(call: ast.Call, index: int | None) -> ast.expr | None:
@@ -267,7 +173,7 @@ def _short(expr: ast.expr) -> str:
     return text if len(text) <= 40 else f"{text[:37]}..."
 
 
-def _reason(target: _Target, call: ast.Call, bindings: _Bindings) -> str | None:
+def _reason(target: _Target, call: ast.Call, scope: Scope, work: Work) -> str | None:
     """Why a call to ``target`` bypasses the factory, or None when it does not."""
     if target.rule is _Rule.NO_ENV:
         return REASON_NO_PARAM
@@ -281,9 +187,9 @@ def _reason(target: _Target, call: ast.Call, bindings: _Bindings) -> str | None:
         if splats:
             return REASON_SPLAT.format(src=_short(splats[0]))
         return REASON_MISSING
-    if isinstance(env, ast.Constant) and env.value is None:
+    if may_hold_none(env, scope, work):
         return REASON_NONE
-    if _is_parent_environ(env, bindings):
+    if may_hold_environ(env, scope, work):
         return REASON_ENVIRON
     return None
 
@@ -312,43 +218,46 @@ def _column(lines: Sequence[str], line: int, col_offset: int) -> int:
     return len(text.encode("utf-8")[:col_offset].decode("utf-8", errors="replace")) + 1
 
 
-def check_source(source: str, path: str) -> list[SpawnSite]:
-    """The spawn sites in one Python source text, in source order.
+def check_source(source: str | bytes, path: str, *, work: Work | None = None) -> list[SpawnSite]:
+    """The spawn sites in one Python source (text, or a file's bytes), in source order.
 
-    Raises ``SyntaxError`` (``ValueError`` for NUL bytes before Python 3.12,
+    Bytes are parsed by Python's own compiler, so the tree is exactly what
+    Python would run whatever the encoding (see ``source_text``). Raises
+    ``SyntaxError`` (``ValueError`` for NUL bytes before Python 3.12,
+    ``UnicodeDecodeError``/``LookupError`` for bytes no codec reads,
     ``RecursionError`` or ``MemoryError`` for very deeply nested code) when
-    the source does not parse; ``path`` only names it in the results.
+    the source does not parse; ``path`` only names it in the results. ``work``,
+    when given, counts the analysis steps (linear in the size of the tree).
     """
-    tree = ast.parse(source, filename=path)
+    if isinstance(source, bytes):
+        tree, source = _parse_bytes(source, path)
+    else:
+        tree = ast.parse(source, filename=path)
+    counter = Work() if work is None else work
     allow = _allow_lines(source)
     lines = _LINE_BREAK.split(source)
     sites: list[SpawnSite] = []
-    stack: list[tuple[ast.AST, _Bindings]] = [(tree, _scope_bindings(tree, {}))]
-    while stack:
-        node, bindings = stack.pop()
-        if isinstance(node, ast.Call):
-            site = _site(node, bindings, path, lines, allow)
-            if site is not None:
-                sites.append(site)
-        for child in ast.iter_child_nodes(node):
-            inner = _scope_bindings(child, bindings) if isinstance(child, _SCOPES) else bindings
-            stack.append((child, inner))
+    for node, scope in analyse(tree, _TARGETS, counter):
+        site = _site(node, scope, counter, path, lines, allow)
+        if site is not None:
+            sites.append(site)
     sites.sort(key=lambda s: (s.line, s.col, s.call))
     return sites
 
 
 def _site(
     node: ast.Call,
-    bindings: _Bindings,
+    scope: Scope,
+    work: Work,
     path: str,
     lines: Sequence[str],
     allow: frozenset[int],
 ) -> SpawnSite | None:
-    quals = sorted(q for q in _qualnames(node.func, bindings) if q in _TARGETS)
+    quals = sorted(q for q in qualnames(node.func, scope, work) if q in _TARGETS)
     if not quals:
         return None
     target = _TARGETS[quals[0]]
-    reason = _reason(target, node, bindings)
+    reason = _reason(target, node, scope, work)
     if reason is None:
         return None
     end = node.end_lineno or node.lineno
@@ -357,63 +266,160 @@ def _site(
     return SpawnSite(path, node.lineno, col, target.call, reason, allowed)
 
 
+def printable(text: str) -> str:
+    """``text`` with control characters, NUL and lone surrogates escaped (for a terminal)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
+def _cannot(path: str, what: str, exc: OSError) -> str:
+    return f"{printable(path)}: cannot {what}: {exc.strerror or type(exc).__name__}"
+
+
+def _walk(top: str, seen_dirs: set[tuple[int, int]], errors: list[str]) -> Iterator[str]:
+    """``*.py`` under ``top``, following directory symlinks; each directory once (no loops).
+
+    A ``*.py`` entry that cannot be stat'ed (a dangling or looping symlink) is
+    an error, as is one that is not a regular file (reported when read).
+    """
+    pending = [top]
+    while pending:
+        directory = pending.pop()
+        try:
+            with os.scandir(directory) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            errors.append(_cannot(directory, "list", exc))
+            continue
+        subdirs: list[str] = []
+        for entry in entries:
+            try:
+                info = os.stat(entry.path)
+            except OSError as exc:
+                if entry.name.endswith(".py"):
+                    errors.append(_cannot(entry.path, "read", exc))
+                continue  # a broken link that is not Python source: nothing to check
+            if stat.S_ISDIR(info.st_mode):
+                identity = (info.st_dev, info.st_ino)
+                if entry.name not in SKIP_DIRS and identity not in seen_dirs:
+                    seen_dirs.add(identity)
+                    subdirs.append(entry.path)
+            elif entry.name.endswith(".py"):
+                yield entry.path
+        pending.extend(reversed(subdirs))
+
+
 def _python_files(paths: Sequence[str], errors: list[str]) -> Iterator[str]:
     """Named files as given; directories walked for ``*.py`` (pruning ``SKIP_DIRS``)."""
-
-    def on_error(exc: OSError) -> None:
-        errors.append(f"{exc.filename}: cannot list: {exc.strerror or type(exc).__name__}")
-
+    seen_dirs: set[tuple[int, int]] = set()
     for path in paths:
         try:
-            mode = os.stat(path).st_mode
+            info = os.stat(path)
         except OSError as exc:
-            errors.append(f"{path}: cannot read: {exc.strerror or type(exc).__name__}")
+            errors.append(_cannot(path, "read", exc))
             continue
-        if not stat.S_ISDIR(mode):
+        except ValueError:  # NUL, or text the file system encoding cannot hold
+            errors.append(f"{printable(path)}: cannot read: not a valid path")
+            continue
+        if not stat.S_ISDIR(info.st_mode):
             yield path
             continue
-        for root, dirnames, filenames in os.walk(path, onerror=on_error):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-            for name in sorted(filenames):
-                full = os.path.join(root, name)
-                if name.endswith(".py") and os.path.isfile(full):
-                    yield full
+        identity = (info.st_dev, info.st_ino)
+        if identity not in seen_dirs:
+            seen_dirs.add(identity)
+            yield from _walk(path, seen_dirs, errors)
 
 
-def _read_source(path: str) -> str:
-    if not stat.S_ISREG(os.stat(path).st_mode):
+MAX_SOURCE_BYTES = 16 * 1024 * 1024
+
+
+def source_text(data: bytes) -> tuple[str, UnicodeDecodeError | None]:
+    """The text of a source file as Python decodes it: BOM, PEP 263 cookie, else UTF-8.
+
+    Used for the allow comments and the columns; the tree itself always comes
+    from the compiler. Bytes the codec rejects are replaced (CPython accepts
+    some in comments) and the decoding error is returned beside the text.
+    Raises ``SyntaxError`` for a bad or unknown cookie and ``LookupError`` for
+    a codec that is not a text encoding, where ``compile`` refuses too.
+    """
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    try:
+        return data.decode(encoding), None
+    except UnicodeDecodeError as exc:
+        return data.decode(encoding, errors="replace"), exc
+
+
+def _parse_bytes(data: bytes, path: str) -> tuple[ast.Module, str]:
+    """The compiler's tree of ``data`` and the text for comments and columns."""
+    try:
+        tree = ast.parse(data, filename=path)
+    except SyntaxError:  # say why in our words where the decoding is the cause
+        _, undecodable = source_text(data)  # may raise the cookie's SyntaxError/LookupError
+        if undecodable is not None:
+            raise undecodable from None
+        raise
+    try:
+        text, _ = source_text(data)
+    except SyntaxError:  # the stdlib refuses an undecodable first line that CPython accepts
+        text = data.decode("utf-8", errors="replace")
+    return tree, text
+
+
+def _read_source(path: str) -> bytes:
+    """The bytes of a regular file (never blocks on a FIFO or a device)."""
+    data = RealFileSystem().read_regular(path, MAX_SOURCE_BYTES)
+    if data is None:
         raise OSError(0, "not a regular file", path)
-    with open(path, encoding="utf-8-sig") as handle:
-        return handle.read()
+    if len(data) > MAX_SOURCE_BYTES:
+        raise OSError(0, f"larger than {MAX_SOURCE_BYTES} bytes", path)
+    return data
+
+
+def _identity(path: str) -> tuple[int, int] | str:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return os.path.normpath(path)
+    return (info.st_dev, info.st_ino)
+
+
+def _decode_error(path: str, exc: UnicodeDecodeError) -> str:
+    codec = "UTF-8" if exc.encoding.replace("_", "-").startswith("utf-8") else exc.encoding
+    return f"{printable(path)}: not valid {codec} at byte {exc.start}"
 
 
 def check_paths(paths: Sequence[str]) -> tuple[list[SpawnSite], list[str]]:
     """Check files and directory trees; returns the sites and one error per unchecked file.
 
-    A file that cannot be read, is not UTF-8 or does not parse is an error
-    string naming it (and the line, for a syntax error), never an exception.
+    A file that cannot be read, decoded or parsed is an error string naming it
+    (and the line, for a syntax error), never an exception. A file reached by
+    two paths (a symlink, a symlinked directory) is checked once.
     """
     sites: list[SpawnSite] = []
     errors: list[str] = []
-    seen: set[str] = set()
+    seen: set[tuple[int, int] | str] = set()
     for path in _python_files(paths, errors):
-        key = os.path.normpath(path)
+        key = _identity(path)
         if key in seen:
             continue
         seen.add(key)
+        shown = printable(path)
         try:
             sites.extend(check_source(_read_source(path), path))
         except SyntaxError as exc:
-            where = path if exc.lineno is None else f"{path}:{exc.lineno}"
-            errors.append(f"{where}: cannot parse: {exc.msg}")
+            where = shown if not exc.lineno else f"{shown}:{exc.lineno}"
+            errors.append(f"{where}: cannot parse: {printable(str(exc.msg))}")
         except UnicodeDecodeError as exc:
-            errors.append(f"{path}: not valid UTF-8 at byte {exc.start}")
+            errors.append(_decode_error(path, exc))
+        except LookupError:  # a coding cookie naming a codec that is not a text encoding
+            errors.append(f"{shown}: cannot decode: its coding cookie names no text encoding")
         except OSError as exc:
-            errors.append(f"{path}: cannot read: {exc.strerror or type(exc).__name__}")
+            errors.append(_cannot(path, "read", exc))
         except ValueError as exc:  # NUL bytes, on Pythons before 3.12
-            errors.append(f"{path}: cannot parse: {exc}")
+            errors.append(f"{shown}: cannot parse: {printable(str(exc))}")
         except (RecursionError, MemoryError) as exc:  # how the parser refuses very deep code
-            errors.append(f"{path}: cannot parse: too deeply nested ({type(exc).__name__})")
+            errors.append(f"{shown}: cannot parse: too deeply nested ({type(exc).__name__})")
     sites.sort(key=lambda s: (s.path, s.line, s.col))
     return sites, errors
 

@@ -18,7 +18,6 @@ from envscope._declarations import (
     OriginKind,
     Tier,
     _Record,
-    has_secret_suffix,
     norm,
 )
 from envscope.errors import CatalogError
@@ -28,13 +27,13 @@ if TYPE_CHECKING:
     import re
     from collections.abc import Iterable, Mapping
     from pathlib import Path
-    from typing import Any
 
-    import pydantic
 
-__all__ = ["Catalog", "CatalogPattern"]
+__all__ = ["Catalog", "CatalogCategory", "CatalogEntry", "CatalogPattern"]
 
 DEFAULT_CATALOG_NAME = "envscope/data/catalog.yaml"
+MAX_CATALOG_BYTES = 256 * 1024
+"""The largest catalog file read (the manifest limit; larger is refused, never cut)."""
 _LOOKUP_MEMO_MAX = 8192
 """How many distinct names one catalog memoises its answer for (shared by every home)."""
 _MISSING = object()
@@ -57,20 +56,74 @@ class CatalogPattern(_Record):
         _set(self, "origin", origin)
 
 
+class CatalogEntry(_Record):
+    """One documented catalog entry: a name (or a ``*`` glob), what it is, where that is said.
+
+    ``examples`` are real names a glob matches (the hygiene tests check each one).
+    """
+
+    __slots__ = ("about", "examples", "name", "source")
+    _fields = ("name", "about", "source", "examples")
+    name: str
+    about: str
+    source: str
+    examples: tuple[str, ...]
+
+    def __init__(self, name: str, about: str, source: str, examples: tuple[str, ...] = ()) -> None:
+        _set(self, "name", name)
+        _set(self, "about", about)
+        _set(self, "source", source)
+        _set(self, "examples", examples)
+
+    @property
+    def is_pattern(self) -> bool:
+        """True when the entry is a glob over names rather than one name."""
+        return "*" in self.name
+
+
+class CatalogCategory(_Record):
+    """A category of the catalog: its id, title, tier (every entry's), description, entries."""
+
+    __slots__ = ("about", "entries", "id", "tier", "title")
+    _fields = ("id", "title", "tier", "about", "entries")
+    id: str
+    title: str
+    tier: Tier
+    about: str
+    entries: tuple[CatalogEntry, ...]
+
+    def __init__(
+        self, id: str, title: str, tier: Tier, about: str, entries: tuple[CatalogEntry, ...]
+    ) -> None:
+        _set(self, "id", id)
+        _set(self, "title", title)
+        _set(self, "tier", tier)
+        _set(self, "about", about)
+        _set(self, "entries", entries)
+
+
 def _stricter(a: Declaration, b: Declaration) -> Declaration:
     """Of two declarations of one name, the one with the stricter tier (first on a tie)."""
     return b if b.tier.value < a.tier.value else a
 
 
+def strict_first(patterns: tuple[CatalogPattern, ...]) -> tuple[CatalogPattern, ...]:
+    """Patterns with Tier 1 first (stable): a name two patterns match gets the stricter tier."""
+    return tuple(sorted(patterns, key=lambda p: p.tier.value))
+
+
 class Catalog(_Record):
     """Declared names (upper-cased → declaration), patterns, platform prefixes, global names.
 
+    ``categories`` documents the entries a ``categories:`` section declared
+    (for docs/catalog.md and the hygiene tests); lookups never read it.
     Immutable; equal by value (unhashable: it holds a mapping).
     """
 
     __slots__ = (
         "_memo",
         "_regex",
+        "categories",
         "global_names",
         "injection_names",
         "injection_prefixes",
@@ -87,6 +140,7 @@ class Catalog(_Record):
         "injection_names",
         "injection_prefixes",
         "source",
+        "categories",
     )
     names: Mapping[str, Declaration]
     patterns: tuple[CatalogPattern, ...]
@@ -95,6 +149,7 @@ class Catalog(_Record):
     injection_names: frozenset[str]
     injection_prefixes: tuple[str, ...]
     source: str
+    categories: tuple[CatalogCategory, ...]
     # lookup()'s memo: upper-cased name -> the catalog's declaration or None. No part of
     # equality or repr; filled lock-free (dict get and set are atomic).
     _memo: dict[str, Declaration | None]
@@ -109,6 +164,7 @@ class Catalog(_Record):
         source: str = "<empty>",
         injection_names: frozenset[str] = frozenset(),
         injection_prefixes: tuple[str, ...] = (),
+        categories: tuple[CatalogCategory, ...] = (),
     ) -> None:
         _set(self, "names", names)
         _set(self, "patterns", patterns)
@@ -117,6 +173,7 @@ class Catalog(_Record):
         _set(self, "injection_names", injection_names)
         _set(self, "injection_prefixes", injection_prefixes)
         _set(self, "source", source)
+        _set(self, "categories", categories)
         _set(self, "_memo", {})
         _set(self, "_regex", _MISSING)
 
@@ -134,41 +191,61 @@ class Catalog(_Record):
 
     @classmethod
     def from_file(cls, path: str | Path) -> Catalog:
-        """Load and validate a catalog YAML file; errors name the file and the field."""
+        """Load and validate a catalog YAML file; errors name the file and the field.
+
+        Read without blocking (a FIFO is "not a regular file"), at most
+        ``MAX_CATALOG_BYTES`` (larger is refused, never cut).
+        """
+        from envscope._trusted_file import read_file
+
         source = str(path)
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
-            raise CatalogError(source, f"cannot read catalog: {exc.strerror}") from None
+        data = read_file(source, max_bytes=MAX_CATALOG_BYTES, error=CatalogError, what="catalog")
         return cls.from_yaml(data, source=source)
 
     @classmethod
     def from_yaml(cls, data: bytes | str, *, source: str = "<string>") -> Catalog:
-        """Parse catalog YAML text; ``source`` names it in errors."""
-        import yaml
+        """Parse catalog YAML text; ``source`` names it in errors.
 
-        try:
-            doc = yaml.safe_load(data)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            line = None if mark is None else mark.line + 1
-            raise CatalogError(source, "invalid YAML", line=line) from None
-        return cls.from_mapping(doc, source=source)
+        The manifest reader's rules apply: duplicate keys are refused naming
+        both lines, nesting deeper than 64 levels and more than
+        ``MAX_CATALOG_BYTES`` are refused, anchors and aliases too.
+        """
+        from envscope._manifest_yaml import read_document
+
+        raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+        doc = read_document(
+            raw, source, error=CatalogError, kind="catalog", max_bytes=MAX_CATALOG_BYTES
+        )
+        return cls._from_document(doc.root, doc.lines, source)
 
     @classmethod
     def from_mapping(cls, doc: object, *, source: str = "<mapping>") -> Catalog:
         """Validate an already-parsed catalog document."""
+        return cls._from_document(doc, {}, source)
+
+    @classmethod
+    def _from_document(
+        cls, doc: object, lines: Mapping[tuple[object, ...], int], source: str
+    ) -> Catalog:
         import pydantic
 
-        model = _catalog_model()
+        from envscope._catalog_schema import build_catalog, catalog_model
+
         try:
-            parsed = model.model_validate(doc if doc is not None else {})
-        except pydantic.ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "<root>"
-            raise CatalogError(source, first["msg"], field=where) from None
-        return _build(parsed, source)
+            parsed = catalog_model().model_validate(doc if doc is not None else {})
+        except pydantic.ValidationError as exc:  # its errors hold the input values: keep none
+            first = exc.errors(include_url=False, include_input=False)[0]
+            loc = tuple(first["loc"])
+            where = ".".join(str(p) for p in loc) or "<root>"
+            line = next((lines[loc[:n]] for n in range(len(loc), -1, -1) if loc[:n] in lines), None)
+            failure: CatalogError | None = CatalogError(
+                source, first["msg"], field=where, line=line
+            )
+        else:
+            failure = None
+        if failure is not None:
+            raise failure
+        return build_catalog(parsed, source)
 
     def extend(self, other: Catalog) -> Catalog:
         """A catalog declaring everything both declare (the stricter tier wins per name)."""
@@ -177,12 +254,13 @@ class Catalog(_Record):
             names[key] = _stricter(names[key], decl) if key in names else decl
         return Catalog(
             names=MappingProxyType(names),
-            patterns=self.patterns + other.patterns,
+            patterns=strict_first(self.patterns + other.patterns),
             platform_prefixes=self.platform_prefixes | other.platform_prefixes,
             global_names=self.global_names | other.global_names,
             source=f"{self.source}+{other.source}",
             injection_names=self.injection_names | other.injection_names,
             injection_prefixes=self.injection_prefixes + other.injection_prefixes,
+            categories=self.categories + other.categories,
         )
 
     def is_injection_vector(self, name: str) -> bool:
@@ -261,107 +339,3 @@ def _load_default() -> Catalog:
 
     data = (resources.files("envscope") / "data" / "catalog.yaml").read_bytes()
     return Catalog.from_yaml(data, source=DEFAULT_CATALOG_NAME)
-
-
-@functools.cache
-def _catalog_model() -> type[pydantic.BaseModel]:
-    """The pydantic model of a catalog document (built on first use)."""
-    import re
-    from typing import Literal
-
-    from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-    env_name = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-    class _Strict(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
-
-    class Provider(_Strict):
-        name: str
-        api_key_env: list[str] = Field(default_factory=list)
-        base_url_env: str | None = None
-        auth: str = "api-key"
-
-    class OptionalEnv(_Strict):
-        name: str = env_name
-        category: str | None = None
-        password: bool = False
-        description: str | None = None
-
-    class Pattern(_Strict):
-        pattern: str = Field(pattern=r"^[A-Za-z0-9_*]+$")
-        tier: Literal[1, 2]
-        reason: str = ""
-
-    class CatalogDoc(_Strict):
-        version: Literal[1] = 1
-        tier1: list[str] = Field(default_factory=list)
-        tier2: list[str] = Field(default_factory=list)
-        providers: list[Provider] = Field(default_factory=list)
-        optional_env: list[OptionalEnv] = Field(default_factory=list)
-        gateway_overrides: list[str] = Field(default_factory=list)
-        patterns: list[Pattern] = Field(default_factory=list)
-        platform_prefixes: list[str] = Field(default_factory=list)
-        global_names: list[str] = Field(default_factory=list)
-        injection_vectors: list[str] = Field(default_factory=list)
-
-        @field_validator("injection_vectors")
-        @classmethod
-        def _vectors_are_names_or_prefixes(cls, value: list[str]) -> list[str]:
-            for i, name in enumerate(value):
-                if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\*?", name):
-                    raise ValueError(f"item {i} is not a name or a PREFIX_* glob")
-            return value
-
-        @field_validator("tier1", "tier2", "gateway_overrides", "global_names")
-        @classmethod
-        def _names_are_env_names(cls, value: list[str]) -> list[str]:
-            for i, name in enumerate(value):
-                if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-                    raise ValueError(f"item {i} is not a valid environment variable name")
-            return value
-
-    return CatalogDoc
-
-
-def _build(doc: Any, source: str) -> Catalog:
-    names: dict[str, Declaration] = {}
-
-    def declare(name: str, tier: Tier, detail: str) -> None:
-        key = norm(name)
-        decl = Declaration(key, tier, Origin(OriginKind.CATALOG, detail, path=source))
-        names[key] = _stricter(names[key], decl) if key in names else decl
-
-    for provider in doc.providers:
-        for key_name in provider.api_key_env:
-            declare(key_name, Tier.TIER2, f"provider {provider.name} API key")
-        if provider.base_url_env:
-            declare(provider.base_url_env, Tier.TIER2, f"provider {provider.name} base URL")
-    for name in doc.tier2:
-        declare(name, Tier.TIER2, "tier2 list")
-    for entry in doc.optional_env:
-        if entry.password:
-            tier = Tier.TIER1 if entry.category == "messaging" else Tier.TIER2
-            declare(entry.name, tier, f"optional env ({entry.category or 'no category'})")
-    for name in doc.gateway_overrides:
-        if has_secret_suffix(name):
-            declare(name, Tier.TIER1, "gateway env override")
-    for name in doc.tier1:
-        declare(name, Tier.TIER1, "tier1 list")
-    patterns = tuple(
-        CatalogPattern(
-            norm(p.pattern),
-            Tier(p.tier),
-            Origin(OriginKind.CATALOG_PATTERN, p.reason or p.pattern, path=source),
-        )
-        for p in doc.patterns
-    )
-    return Catalog(
-        names=MappingProxyType(names),
-        patterns=patterns,
-        platform_prefixes=frozenset(norm(p) for p in doc.platform_prefixes),
-        global_names=frozenset(norm(n) for n in doc.global_names),
-        source=source,
-        injection_names=frozenset(norm(n) for n in doc.injection_vectors if not n.endswith("*")),
-        injection_prefixes=tuple(norm(n[:-1]) for n in doc.injection_vectors if n.endswith("*")),
-    )

@@ -10,21 +10,25 @@ values are masked even then.
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from envscope import _report
+from envscope._aliases import MIN_ALIAS_LENGTH
 from envscope._declarations import Problem, Tier
+from envscope._fs import RealFileSystem
+from envscope._snapshot import MAX_SNAPSHOT_BYTES, parse_snapshot
+from envscope._trusted_file import read_file
 from envscope.config import HostConfig, find_config, load_config
-from envscope.errors import EnvscopeError
+from envscope.errors import EnvscopeError, SnapshotError
 from envscope.host import Host
 from envscope.surfaces import Surface
-from envscope.trace import Trace
+from envscope.trace import Reason, Trace
 
 __all__ = ["main"]
 
@@ -33,6 +37,10 @@ SURFACES = [s.value for s in Surface]
 
 class UsageError(Exception):
     """A command-line mistake (exit code 2)."""
+
+
+def _usage_error(path: str, message: str) -> UsageError:
+    return UsageError(f"{path}: {message}")
 
 
 @dataclass
@@ -48,7 +56,10 @@ class Built:
     def snapshot(self) -> dict[str, Any]:
         """The JSON snapshot of this build (keys, decisions, fingerprints)."""
         return _report.snapshot_of(
-            self.trace, home=self.config.home_name(self.home), relative_to=os.getcwd()
+            self.trace,
+            home=self.config.home_name(self.home),
+            relative_to=os.getcwd(),
+            key_id=self.host.fingerprint_key_id(),
         )
 
 
@@ -93,12 +104,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _config(args: argparse.Namespace) -> HostConfig:
-    path = find_config(args.config, os.environ)
-    if path is None:
+    choice = find_config(args.config, os.environ)
+    if choice is None:
         raise UsageError(
             "no host config: pass --config, set ENVSCOPE_CONFIG or create ./envscope.yaml"
         )
-    return load_config(path)
+    return load_config(choice.path, trusted=choice.explicit)
 
 
 def _build(config: HostConfig, home_arg: str | None, surface: str) -> Built:
@@ -117,26 +128,46 @@ def _use_color(stream: Any) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ
 
 
+def _masker(built: Built, snap: dict[str, Any]) -> Callable[[str], bool]:
+    """Whether ``--show-values`` must mask a key's value.
+
+    Masked: a name that any policy the build consulted (the target's and the
+    launch home's) declares Tier 1, an ``alias-of`` row, and any key whose
+    value (8+ characters) equals the value of such a masked key.
+    """
+    policies = [built.host.policy(built.home), built.host.policy(built.host.launch_home)]
+    alias = Reason.ALIAS_OF.value
+
+    def declared_or_alias(key: str) -> bool:
+        info = snap["keys"].get(key)
+        if info is not None and info["reason"] == alias:
+            return True
+        return any(p.tier_of(key) is Tier.TIER1 for p in policies)
+
+    masked_values = {
+        v for k, v in built.values.items() if len(v) >= MIN_ALIAS_LENGTH and declared_or_alias(k)
+    }
+
+    def must_mask(key: str) -> bool:
+        return declared_or_alias(key) or built.values.get(key) in masked_values
+
+    return must_mask
+
+
 def _cmd_explain(args: argparse.Namespace) -> int:
     built = _build(_config(args), args.home, args.surface)
     snap = built.snapshot()
+    must_mask = _masker(built, snap)
     if args.json:
         if args.show_values:
-            policy = built.host.policy(built.home)
             snap["values"] = {
-                k: _report.MASK if policy.tier_of(k) is Tier.TIER1 else built.values.get(k)
-                for k in snap["keys"]
+                k: _report.MASK if must_mask(k) else built.values.get(k) for k in snap["keys"]
             }
         print(_report.format_json(snap), end="")
     else:
         values = built.values if args.show_values else None
-        policy = built.host.policy(built.home)
-
-        def is_tier1(key: str) -> bool:
-            return policy.tier_of(key) is Tier.TIER1
-
         text = _report.format_explain(
-            snap, values=values, is_tier1=is_tier1, color=_use_color(sys.stdout)
+            snap, values=values, is_tier1=must_mask, color=_use_color(sys.stdout)
         )
         print(text, end="")
         print(built.trace.summary())
@@ -165,33 +196,47 @@ def _load_operand(args: argparse.Namespace, operand: str) -> dict[str, Any]:
         if surface and surface not in SURFACES:
             raise UsageError(f"{operand}: unknown surface {surface!r}")
         return _build(_config(args), name or None, surface or "terminal").snapshot()
+    return parse_snapshot(_read_operand(operand), operand, _report.SNAPSHOT_VERSION)
+
+
+def _read_operand(operand: str) -> bytes:
+    """A snapshot's bytes: stdin for ``-``, else a regular file read without blocking."""
+    if operand == "-":
+        stream = getattr(sys.stdin, "buffer", None)
+        try:
+            if stream is not None:
+                return bytes(stream.read(MAX_SNAPSHOT_BYTES + 1))
+            return str(sys.stdin.read(MAX_SNAPSHOT_BYTES + 1)).encode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:  # a text stdin that is not UTF-8
+            raise SnapshotError(operand, "not JSON text (not UTF-8)") from None
+        except OSError as exc:
+            raise SnapshotError(operand, f"cannot read snapshot: {exc.strerror}") from None
     try:
-        if operand == "-":
-            data = json.load(sys.stdin)
-        else:
-            with open(operand, encoding="utf-8") as fh:
-                data = json.load(fh)
+        data = RealFileSystem().read_regular(operand, MAX_SNAPSHOT_BYTES)
     except OSError as exc:
         raise UsageError(f"{operand}: cannot read snapshot: {exc.strerror}") from None
-    except ValueError:
-        raise UsageError(f"{operand}: not a JSON snapshot") from None
-    if not isinstance(data, dict) or data.get("envscope_snapshot") != _report.SNAPSHOT_VERSION:
-        raise UsageError(
-            f"{operand}: not an envscope snapshot (version {_report.SNAPSHOT_VERSION})"
-        )
+    except ValueError:  # a NUL in the path
+        raise UsageError("diff: a snapshot path holds a NUL character") from None
+    if data is None:
+        raise SnapshotError(operand, "cannot read snapshot: not a regular file")
     return data
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
     labels = (args.a, args.b)
-    entries = _report.diff_snapshots(
-        _load_operand(args, args.a), _load_operand(args, args.b), labels=labels
-    )
+    snap_a, snap_b = _load_operand(args, args.a), _load_operand(args, args.b)
+    entries = _report.diff_snapshots(snap_a, snap_b, labels=labels)
+    comparable = _report.fingerprints_comparable(snap_a, snap_b)
     if args.json:
-        payload = {"a": args.a, "b": args.b, "differences": [vars(e) for e in entries]}
+        payload = {
+            "a": args.a,
+            "b": args.b,
+            "fingerprints_comparable": comparable,
+            "differences": [vars(e) for e in entries],
+        }
         print(_report.format_json(payload), end="")
     else:
-        print(_report.format_diff(entries, labels), end="")
+        print(_report.format_diff(entries, labels, comparable=comparable), end="")
     return 1 if entries else 0
 
 
@@ -205,12 +250,9 @@ def _scan_plugin(directory: str) -> _report.ScanReport:
             break
     else:
         raise UsageError(f"{directory}: no plugin.yaml or plugin.yml")
+    data = read_file(path, max_bytes=MAX_MANIFEST_BYTES, error=_usage_error, what="manifest")
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_MANIFEST_BYTES + 1)
         manifest = parse_manifest(data, path)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read manifest: {exc.strerror}") from None
     except ManifestError as exc:
         problem = Problem(exc.path, exc.message, exc.line, exc.field)
         return _report.ScanReport(directory, {}, [problem])
@@ -242,19 +284,48 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     return 1 if any(r.problems for r in reports) else 0
 
 
+# The dispositions Python sets at start-up that survive exec (a handler does not, an
+# ignored signal does): the ones subprocess.Popen(restore_signals=True) restores.
+_RESTORED_SIGNALS = ("SIGPIPE", "SIGXFZ", "SIGXFSZ")
+
+
+def restore_signals() -> None:
+    """Put back the default disposition of every signal Python ignores at start-up."""
+    for name in _RESTORED_SIGNALS:
+        number = getattr(signal, name, None)
+        if number is not None:
+            signal.signal(number, signal.SIG_DFL)
+
+
 def _exec(cmd: Sequence[str], env: Mapping[str, str]) -> int:
     if os.name != "posix":  # pragma: no cover - exercised on Windows only
         return subprocess.run(list(cmd), env=dict(env), check=False).returncode
+    restore_signals()  # the child starts as a spawn would, not with Python's SIG_IGNs
     os.execvpe(cmd[0], list(cmd), dict(env))  # replaces this process
     return 0  # reached only when a test stubs execvpe
+
+
+def _check_command(cmd: Sequence[str]) -> None:
+    """Refuse what no exec accepts: no command, an empty name, NUL, unencodable text."""
+    if not cmd:
+        raise UsageError("run: no command given (envscope run [--home H] -- CMD ARGS...)")
+    if not cmd[0]:
+        raise UsageError("run: the command name is empty")
+    for position, arg in enumerate(cmd):
+        what = "the command name" if position == 0 else f"argument {position}"
+        if "\0" in arg:
+            raise UsageError(f"run: {what} holds a NUL character")
+        try:
+            os.fsencode(arg)
+        except UnicodeError:
+            raise UsageError(f"run: {what} cannot be encoded for the file system") from None
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
-    if not cmd:
-        raise UsageError("run: no command given (envscope run [--home H] -- CMD ARGS...)")
+    _check_command(cmd)
     config = _config(args)
     host = config.build_host(dict(os.environ))
     host.load_launch_env()
@@ -284,14 +355,42 @@ _COMMANDS = {
 }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line and return its exit code (0 ok, 1 findings, 2 usage/I/O error)."""
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so the interpreter's final flush cannot fail again."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a real file (a test's capture): nothing to flush
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
-        return exc.code if isinstance(exc.code, int) else 2
+        code = exc.code if isinstance(exc.code, int) else 2
+    else:
+        try:
+            code = _COMMANDS[args.command](args)
+        except (UsageError, EnvscopeError) as exc:
+            print(_report.printable(f"envscope: error: {exc}"), file=sys.stderr)
+            code = 2
+    sys.stdout.flush()
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line and return its exit code (0 ok, 1 findings, 2 usage/I/O error).
+
+    A reader that goes away early (``envscope explain | head -n1``) ends the
+    command quietly with exit code 2: no message, no traceback.
+    """
     try:
-        return _COMMANDS[args.command](args)
-    except (UsageError, EnvscopeError) as exc:
-        print(f"envscope: error: {exc}", file=sys.stderr)
+        return _main(argv)
+    except BrokenPipeError:
+        _silence_stdout()
         return 2

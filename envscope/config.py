@@ -9,12 +9,17 @@ catalog: default                 # or a path to a catalog YAML (extends nothing)
 home_env_var: ENVSCOPE_HOME
 multiplex: false
 on_unreadable_platform: raise    # or deny
+known_safe: [DEPLOY_WEBHOOK_SECRET]  # names kept knowingly: no name-shape warning
 surfaces:
   script: {inherit: core, include: ["CI_*"], exclude: ["*_DEBUG"], set: {PAGER: cat}}
 ```
 
 Found via ``--config``, then ``$ENVSCOPE_CONFIG``, then ``./envscope.yaml``.
-Errors are ``ConfigFileError`` naming the file and the field.
+An explicit file is the user's choice; a discovered one must pass the trust
+rule (``_trusted_file``), as must the catalog and managed file it names. Every
+file is read without blocking, with the manifest reader's limits (size, depth,
+duplicate keys naming both lines). Errors are ``ConfigFileError`` naming the
+file, the line and the field; none carries a value or a parser's exception.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from envscope._declarations import Origin, OriginKind
+from envscope._trusted_file import check_trusted, read_file
 from envscope.errors import ConfigFileError
 from envscope.surfaces import Inherit, Surface, SurfacePolicy
 
@@ -35,10 +41,19 @@ if TYPE_CHECKING:
 
     from envscope.host import Host
 
-__all__ = ["CONFIG_ENV", "HostConfig", "find_config", "load_config"]
+__all__ = [
+    "CONFIG_ENV",
+    "MAX_CONFIG_BYTES",
+    "ConfigChoice",
+    "HostConfig",
+    "find_config",
+    "load_config",
+]
 
 CONFIG_ENV = "ENVSCOPE_CONFIG"
 CONFIG_NAME = "envscope.yaml"
+MAX_CONFIG_BYTES = 256 * 1024
+"""The largest config or catalog file read (the manifest limit; larger is refused, not cut)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +70,7 @@ class HostConfig:
     multiplex: bool = False
     on_unreadable_platform: Literal["raise", "deny"] = "raise"
     surfaces: Mapping[Surface, SurfacePolicy] = field(default_factory=dict)
+    known_safe: tuple[str, ...] = ()
 
     def resolve_home(self, name_or_path: str | None) -> str:
         """A home named in ``homes``, else a path (relative to the working directory)."""
@@ -90,16 +106,47 @@ class HostConfig:
             home_env_var=self.home_env_var,
             on_unreadable_platform=self.on_unreadable_platform,
             surface_policies={s.value: p for s, p in self.surfaces.items()},
+            known_safe=self.known_safe,
         )
 
 
-def find_config(explicit: str | None, environ: Mapping[str, str]) -> str | None:
-    """``--config``, else ``$ENVSCOPE_CONFIG``, else ``./envscope.yaml`` when it exists."""
-    if explicit:
-        return explicit
-    if environ.get(CONFIG_ENV):
-        return environ[CONFIG_ENV]
-    return CONFIG_NAME if os.path.exists(CONFIG_NAME) else None
+@dataclass(frozen=True)
+class ConfigChoice:
+    """The config's path, and whether it was named (``--config``, ``$ENVSCOPE_CONFIG``)."""
+
+    path: str
+    explicit: bool
+
+
+def find_config(explicit: str | None, environ: Mapping[str, str]) -> ConfigChoice | None:
+    """``--config``, else ``$ENVSCOPE_CONFIG``, else ``./envscope.yaml`` when it exists.
+
+    An empty ``--config`` or a set-but-empty ``$ENVSCOPE_CONFIG`` (an unset
+    shell variable expanded) is a ``ConfigFileError``, never discovery.
+    """
+    if explicit is not None:
+        if not explicit:
+            raise ConfigFileError("--config", "is empty (an unset variable?); name a config file")
+        return ConfigChoice(explicit, explicit=True)
+    if CONFIG_ENV in environ:
+        value = environ[CONFIG_ENV]
+        if not value:
+            raise ConfigFileError(
+                f"${CONFIG_ENV}", "is set but empty; name a config file or unset it"
+            )
+        return ConfigChoice(value, explicit=True)
+    if os.path.lexists(CONFIG_NAME):
+        return ConfigChoice(os.path.abspath(CONFIG_NAME), explicit=False)
+    return None
+
+
+def _line_of(lines: Mapping[tuple[object, ...], int], loc: tuple[object, ...]) -> int | None:
+    """The line of the deepest node on pydantic's error path that the document has."""
+    for end in range(len(loc), -1, -1):
+        line = lines.get(loc[:end])
+        if line is not None:
+            return line
+    return None
 
 
 @functools.cache
@@ -128,33 +175,40 @@ def _model() -> type[pydantic.BaseModel]:
         multiplex: bool = False
         on_unreadable_platform: Literal["raise", "deny"] = "raise"
         surfaces: dict[SurfaceName, SurfaceDoc] = Field(default_factory=dict)
+        known_safe: list[str] = Field(default_factory=list)
 
     return ConfigDoc
 
 
-def load_config(path: str) -> HostConfig:
-    """Read and validate ``envscope.yaml``; a ``ConfigFileError`` names the file and field."""
-    import pydantic
-    import yaml
+def load_config(path: str, *, trusted: bool = True) -> HostConfig:
+    """Read and validate ``envscope.yaml``; a ``ConfigFileError`` names the file and field.
 
+    ``trusted=False`` (a discovered file) applies the trust rule to the file,
+    its directory and every file it names (catalog, managed file) first.
+    """
+    import pydantic
+
+    from envscope._manifest_yaml import read_document
+
+    if not trusted:
+        check_trusted(path, ConfigFileError, "config")
+    data = read_file(path, max_bytes=MAX_CONFIG_BYTES, error=ConfigFileError, what="config")
+    doc = read_document(
+        data, path, error=ConfigFileError, kind="config", max_bytes=MAX_CONFIG_BYTES
+    )
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(1024 * 1024 + 1)
-    except OSError as exc:
-        raise ConfigFileError(path, f"cannot read config: {exc.strerror}") from None
-    try:
-        doc: Any = yaml.safe_load(data)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigFileError(
-            path, "invalid YAML", line=None if mark is None else mark.line + 1
-        ) from None
-    try:
-        parsed: Any = _model().model_validate(doc if doc is not None else {})
-    except pydantic.ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "<root>"
-        raise ConfigFileError(path, first["msg"], field=where) from None
+        parsed: Any = _model().model_validate(doc.root if doc.root is not None else {})
+    except pydantic.ValidationError as exc:  # its errors hold the input values: keep none
+        first = exc.errors(include_url=False, include_input=False)[0]
+        loc = tuple(first["loc"])
+        where = ".".join(str(p) for p in loc) or "<root>"
+        failure: ConfigFileError | None = ConfigFileError(
+            path, first["msg"], field=where, line=_line_of(doc.lines, loc)
+        )
+    else:
+        failure = None
+    if failure is not None:
+        raise failure
     base = os.path.dirname(os.path.abspath(path))
 
     def rel(value: str | None) -> str | None:
@@ -170,7 +224,7 @@ def load_config(path: str) -> HostConfig:
         )
         for name, doc_s in parsed.surfaces.items()
     }
-    return HostConfig(
+    config = HostConfig(
         path=path,
         launch_home=rel(parsed.launch_home) or base,
         homes={name: rel(p) or base for name, p in parsed.homes.items()},
@@ -181,4 +235,10 @@ def load_config(path: str) -> HostConfig:
         multiplex=parsed.multiplex,
         on_unreadable_platform=parsed.on_unreadable_platform,
         surfaces=surfaces,
+        known_safe=tuple(parsed.known_safe),
     )
+    if not trusted:
+        for named, what in ((config.catalog, "catalog"), (config.managed_env_file, "managed file")):
+            if named is not None:
+                check_trusted(named, ConfigFileError, f"{what} named by {path}")
+    return config

@@ -11,7 +11,8 @@ Every error envscope raises derives from one root, so a host can catch
     │   ├── ConfigFileError       an invalid host config file (envscope.yaml)
     │   ├── CatalogError          an invalid catalog YAML
     │   ├── ManifestError         an unreadable, unparsable or invalid plugin manifest
-    │   └── DotenvError           an unreadable or malformed dotenv file
+    │   ├── DotenvError           an unreadable or malformed dotenv file
+    │   └── SnapshotError         an unreadable or malformed snapshot (``envscope diff``)
     ├── EnvValueError             a value that cannot go into a child env (names the key)
     │   └── PassthroughRefusedError  a passthrough request for a declared secret
     └── SpawnBlockedError         the runtime guard stopped a spawn carrying host secrets
@@ -33,6 +34,7 @@ __all__ = [
     "NotConfiguredError",
     "PassthroughRefusedError",
     "RoutingError",
+    "SnapshotError",
     "SpawnBlockedError",
 ]
 
@@ -91,6 +93,10 @@ class ManifestError(FileError):
 
 class DotenvError(FileError):
     """A dotenv file that cannot be read or holds a malformed line."""
+
+
+class SnapshotError(FileError):
+    """A snapshot that cannot be read, is not JSON or has the wrong shape (names the field)."""
 
 
 class EnvValueError(EnvscopeError):

@@ -128,6 +128,7 @@ class Host:
         strip_value_aliases: bool = True,
         max_env_bytes: int = DEFAULT_MAX_ENV_BYTES,
         allow_injection: Iterable[str] = (),
+        known_safe: Iterable[str] = (),
     ) -> None:
         self.launch_home = home_identity(launch_home)
         self.multiplex = multiplex
@@ -153,8 +154,10 @@ class Host:
         self._strip_value_aliases = strip_value_aliases
         self._max_env_bytes = max_env_bytes
         self._allow_injection = frozenset(map(norm, name_list(allow_injection, "allow_injection")))
+        self._known_safe = frozenset(map(norm, name_list(known_safe, "known_safe")))  # no warning
         self._lock = threading.Lock()
         self._sources: list[SecretSource] = []
+        self._source_credentials: frozenset[str] = frozenset()
         self._dotenv_keys: set[str] = set()
         self._managed_keys: set[str] = set()
         self._managed_values: dict[str, str] | None = None
@@ -200,9 +203,21 @@ class Host:
         return snapshot_env(self._environ, "environ")
 
     def add_secret_source(self, source: SecretSource) -> None:
-        """Register a secret source; ``load_launch_env`` and routed scopes consult it."""
+        """Register a secret source; ``load_launch_env`` and routed scopes consult it.
+
+        The names in the source's optional ``credential_names`` become Tier 1 in
+        this host's catalog (every home, every surface); cached policies are dropped.
+        """
+        from envscope.sources import credential_names_of
+
+        names = credential_names_of(source)
         with self._lock:
             self._sources.append(source)
+            if names:
+                detail = f"secret source {source.name}: credential_names"
+                self._catalog = self.catalog.with_names(tier1=names, detail=detail)
+                self._source_credentials |= {norm(n) for n in names}  # never granted (MCP)
+                self._policies.clear()  # built from the old catalog
 
     # -- the launch env --------------------------------------------------
 
@@ -591,6 +606,7 @@ class Host:
             secrets=SecretValues() if self._strip_value_aliases else None,
             extra_is_grant=surface is Surface.MCP,
             grant=granted,
+            ungrantable=self._source_credentials,
         )
         if options.secrets is not None:
             self._collect_secrets(options, policy, snapshot, process, scope, surface_set)
@@ -608,6 +624,7 @@ class Host:
                 home=target,
                 surface=surface,
                 routed=routed,
+                known_safe=self._known_safe,
             )
         return child
 
@@ -634,17 +651,26 @@ class Host:
         secrets.collect(surface_set.items(), declare)
         secrets.collect(scope.items(), policy.declaration, scope=True)
 
-    def fingerprint(self, value: str) -> str:
-        """A short keyed fingerprint of a value (the key is this host's; see docs/audit.md)."""
+    def _key(self) -> bytes:
         key = self._fingerprint_key
         if key is None:
             from envscope._fingerprint import FINGERPRINT_ENV, load_or_create_key
 
             key = load_or_create_key(self.launch_home, self._environ.get(FINGERPRINT_ENV))
             self._fingerprint_key = key
+        return key
+
+    def fingerprint(self, name: str, value: str) -> str:
+        """A short keyed fingerprint of ``name=value`` (the key is this host's; docs/audit.md)."""
         from envscope._fingerprint import fingerprint
 
-        return fingerprint(key, value)
+        return fingerprint(self._key(), name, value)
+
+    def fingerprint_key_id(self) -> str:
+        """The public id of this host's fingerprint key (snapshots carry it)."""
+        from envscope._fingerprint import key_id
+
+        return key_id(self._key())
 
     def launch_residue(self) -> frozenset[str]:
         """Upper-cased residue names right now (recorded keys, launch .env keys, supplied names)."""

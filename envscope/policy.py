@@ -43,6 +43,17 @@ from envscope.catalog import Catalog
 __all__ = ["Adapter", "AdapterCensus", "SecretPolicy", "build_policy"]
 
 _GATE_TOKENS = frozenset({"ALLOW", "ALLOWED", "ALLOWLIST", "WHITELIST", "ALLOWFROM"})
+# The channel/user/chat settings a platform adapter reads to decide whom it answers and
+# where (DISCORD_IGNORED_CHANNELS, SLACK_HOME_CHANNEL, DISCORD_PEER_BOT_IDS,
+# DISCORD_REQUIRE_MENTION): a platform-prefixed name with one of these tokens is a gate.
+# Singular USER is not one (SLACK_USER_TOKEN is a credential, not a gate).
+_GATE_NOUNS = frozenset(
+    {
+        "CHANNEL", "CHANNELS", "CHAT", "CHATS", "USERS", "USERNAMES", "IDS", "GROUPS",
+        "ROOMS", "GUILDS", "SERVERS", "SPACES", "WORKSPACES", "SENDERS", "MEMBERS",
+        "ADMINS", "OWNERS", "CONTACTS", "NUMBERS", "MENTION", "MENTIONS",
+    }
+)  # fmt: skip
 _MISSING = object()
 
 
@@ -361,15 +372,19 @@ class SecretPolicy:
         return None if found is None else found.tier
 
     def is_gate(self, name: str) -> bool:
-        """True for a platform-prefixed authorization gate (``DISCORD_ALLOWED_CHANNELS``)."""
+        """True for a platform-prefixed authorization gate, recognised by its shape.
+
+        A gate starts with a platform prefix (the catalog's, a platform plugin's
+        or an adapter's) and has an allow token (``DISCORD_ALLOWED_CHANNELS``,
+        ``GATEWAY_ALLOW_ALL_USERS``) or a channel/user/chat token
+        (``DISCORD_IGNORED_CHANNELS``, ``SLACK_HOME_CHANNEL``) after the prefix.
+        """
         key = name.upper()
-        # Every gate token holds "ALLOW" or is "WHITELIST": a substring test rules out
-        # almost every name before the prefix and token checks.
-        if "ALLOW" not in key and "WHITELIST" not in key:
-            return False
-        if not key.startswith(self._gate_prefixes):
-            return False
-        return any(token in _GATE_TOKENS for token in key.split("_"))
+        for prefix in self._gate_prefixes:
+            if key.startswith(prefix):
+                tokens = key[len(prefix) :].split("_")
+                return any(t in _GATE_TOKENS or t in _GATE_NOUNS for t in tokens)
+        return False
 
 
 class AdapterCensus:

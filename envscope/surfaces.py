@@ -80,6 +80,7 @@ MCP_SAFE_NAMES_WINDOWS: frozenset[str] = frozenset(
         "PROGRAMDATA",
         "PROGRAMFILES",
         "PROGRAMFILES(X86)",
+        "PROGRAMW6432",  # the 64-bit Program Files a 32-bit process is told (MCP SDKs, hermes)
         "SYSTEMDRIVE",
         "SYSTEMROOT",
         "TEMP",
@@ -154,6 +155,7 @@ class SurfacePolicy(_Record):
 
     __slots__ = ("exclude", "include", "inherit", "origin", "set_env")
     _fields = ("inherit", "include", "exclude", "set_env", "origin")
+    _masked = ("set_env",)  # repr shows the keys of ``set``, never their values
     inherit: Inherit
     include: tuple[str, ...]
     exclude: tuple[str, ...]

@@ -15,8 +15,9 @@ gives:
   a ``HostTree``;
 - ``build_host_tree(root, ...)``: the same without pytest, for any runner;
 - ``assert_no_secrets(env, host=...)``: fails naming each key of a child env
-  that the home's policy forbids (Tier 1; Tier 2 unless the child inherits
-  credentials) or that still carries the force prefix. Never a value.
+  that the home's or the launch home's policy forbids (Tier 1; Tier 2 unless
+  the child inherits credentials), that still carries the force prefix, or
+  whose value copies such a secret the host holds. Never a value.
 
 ``import envscope`` never imports this module (nor pytest).
 """
@@ -36,6 +37,7 @@ import pytest
 
 from envscope._declarations import Tier, norm
 from envscope.host import Host
+from envscope.policy import SecretPolicy
 from envscope.stages import FORCE_PREFIX
 
 __all__ = [
@@ -206,6 +208,10 @@ def host_factory(tmp_path: Path) -> HostFactory:
     return make
 
 
+MIN_ALIAS_CHARS = 8
+"""Values shorter than this are never reported as copies of a secret (as the alias rule)."""
+
+
 def _leak(key: str, tier: Tier | None, inherit_credentials: bool) -> str | None:
     """Why ``key`` must not be in a child env, or None."""
     if norm(key).startswith(FORCE_PREFIX):
@@ -217,6 +223,30 @@ def _leak(key: str, tier: Tier | None, inherit_credentials: bool) -> str | None:
     return None
 
 
+def _strictest(key: str, policies: list[SecretPolicy], inherit_credentials: bool) -> str | None:
+    """The first reason any consulted policy forbids ``key``, or None."""
+    for policy in policies:
+        why = _leak(key, policy.tier_of(key), inherit_credentials)
+        if why is not None:
+            return why
+    return None
+
+
+def _known_secrets(
+    host: Host, policies: list[SecretPolicy], inherit_credentials: bool
+) -> dict[str, str]:
+    """Value → the name of a secret the host holds that this child may not receive."""
+    held: dict[str, str] = dict(host._environ)  # the process env, launch loads included
+    binding = host._binding.get()
+    if binding is not None:
+        held.update(binding.scope)
+    known: dict[str, str] = {}
+    for name, value in sorted(held.items()):
+        if len(value) >= MIN_ALIAS_CHARS and _strictest(name, policies, inherit_credentials):
+            known.setdefault(value, name)
+    return known
+
+
 def assert_no_secrets(
     env: Mapping[str, str],
     *,
@@ -224,17 +254,24 @@ def assert_no_secrets(
     home: str | os.PathLike[str] | None = None,
     inherit_credentials: bool = False,
 ) -> None:
-    """Fail naming every key of ``env`` the policy of ``home`` forbids a child (never a value).
+    """Fail naming every key of ``env`` that holds what a child must not get (never a value).
 
-    Forbidden: a Tier 1 name; a Tier 2 name unless ``inherit_credentials``;
-    any key still starting with ``_ENVSCOPE_FORCE_``. ``home`` defaults to the
-    bound home, else the launch home (as ``Host.policy``).
+    Forbidden: a name that the policy of ``home`` (default: the bound home,
+    else the launch home) **or the launch home's policy** declares Tier 1, or
+    Tier 2 unless ``inherit_credentials``; any key still starting with
+    ``_ENVSCOPE_FORCE_``; and any key whose value (8+ characters) equals the
+    value of such a secret the host holds (its environ, launch loads, the bound
+    scope), under whatever name.
     """
     __tracebackhide__ = True
-    policy = host.policy(home)
+    policies = [host.policy(home), host.policy(host.launch_home)]
+    known = _known_secrets(host, policies, inherit_credentials)
     leaks: list[str] = []
     for key in sorted(env):
-        why = _leak(key, policy.tier_of(key), inherit_credentials)
+        why = _strictest(key, policies, inherit_credentials)
+        if why is None and env[key] in known and norm(known[env[key]]) != norm(key):
+            source = known[env[key]]
+            why = f"value of {source} ({_strictest(source, policies, inherit_credentials)})"
         if why is not None:
             leaks.append(f"{key} ({why})")
     if leaks:

@@ -220,8 +220,9 @@ class TraceContext:
         return f"TraceContext({shown})"
 
 
-def keep_value(value: str) -> str:
+def keep_value(name: str, value: str) -> str:
     """The "fingerprint" of a capturing trace: the value itself (see ``Recording``)."""
+    del name
     return value
 
 
@@ -246,13 +247,14 @@ class Recording:
 class Trace:
     """An ordered record of decisions; iterable; ``final()`` gives the last one per key.
 
-    ``fingerprint`` (optional) maps a value to a short keyed digest; without it
-    decisions carry no fingerprint. A trace never stores a value.
+    ``fingerprint`` (optional) maps a key and its value to a short keyed digest
+    (``Host.fingerprint``); without it decisions carry no fingerprint. A trace
+    never stores a value.
     """
 
     __slots__ = ("_decisions", "_fingerprint", "_last", "_rows", "context")
 
-    def __init__(self, fingerprint: Callable[[str], str] | None = None) -> None:
+    def __init__(self, fingerprint: Callable[[str, str], str] | None = None) -> None:
         self._rows: list[_Row] = []
         self._last: dict[str, _Row] = {}  # upper-cased key -> its last row, kept as rows come
         self._decisions: list[Decision] = []  # ``_rows[:len(_decisions)]`` as Decision objects
@@ -273,7 +275,7 @@ class Trace:
         """Append one decision (``value`` is only fingerprinted, never stored)."""
         digest = None
         if value is not None and self._fingerprint is not None:
-            digest = self._fingerprint(value)
+            digest = self._fingerprint(key, value)
         row = (key, action, stage, reason, origin, note, digest)
         self._rows.append(row)
         self._last[key.upper()] = row
@@ -310,7 +312,7 @@ class Trace:
             rows = recording.rows
         else:
             rows = [
-                (*row[:6], None if value is None else fingerprint(value))
+                (*row[:6], None if value is None else fingerprint(row[0], value))
                 for row, value in zip(recording.rows, recording.values, strict=True)
             ]
         self._rows.extend(rows)

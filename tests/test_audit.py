@@ -17,7 +17,13 @@ from envscope import (
     Surface,
     Trace,
 )
-from envscope._report import diff_snapshots, format_diff, format_explain, snapshot_of
+from envscope._report import (
+    diff_snapshots,
+    fingerprints_comparable,
+    format_diff,
+    format_explain,
+    snapshot_of,
+)
 from envscope.cli import main
 from tests.conftest import HostFactory
 
@@ -33,7 +39,8 @@ def test_explain_names_every_origin(make_host: HostFactory, homes: dict[str, Pat
     plugin.mkdir(parents=True)
     (plugin / "plugin.yaml").write_text("name: chatx\nrequires_env:\n  - CHATX_BOT_TOKEN\n")
     host = make_host(
-        {"PATH": "/b", "ENVSCOPE_FINGERPRINT_KEY": "k", "OPERATOR": "o"}, managed_env_file=managed
+        {"PATH": "/b", "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars", "OPERATOR": "o"},
+        managed_env_file=managed,
     )
     a = str(homes["A"])
     host.add_secret_source(
@@ -84,11 +91,14 @@ def test_summary_line(make_host: HostFactory, homes: dict[str, Path]) -> None:
 
 def test_diff_of_two_builds(make_host: HostFactory, homes: dict[str, Path]) -> None:
     """S47: diff lists added, removed and changed keys with the rule; values never shown."""
-    host = make_host({"PATH": "/b", "ENVSCOPE_FINGERPRINT_KEY": "k", "SHARED": "one-value"})
+    host = make_host(
+        {"PATH": "/b", "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars", "SHARED": "one-value"}
+    )
     base = dict(host._environ)
-    a = snapshot_of(host.explain(base), home="A")
+    kid = host.fingerprint_key_id()
+    a = snapshot_of(host.explain(base), home="A", key_id=kid)
     with host.routed(homes["B"], scope={"SHARED": "other-value", "NEW": "n-value"}):
-        b = snapshot_of(host.explain({**base, "OPENAI_API_KEY": "k"}), home="B")
+        b = snapshot_of(host.explain({**base, "OPENAI_API_KEY": "k"}), home="B", key_id=kid)
     entries = diff_snapshots(a, b)
     changes = [(e.key, e.change) for e in entries]
     assert changes == [("ENVSCOPE_HOME", "added"), ("NEW", "added"), ("SHARED", "changed")]
@@ -97,6 +107,22 @@ def test_diff_of_two_builds(make_host: HostFactory, homes: dict[str, Path]) -> N
     text = format_diff(entries, ("A", "B")) + format_explain(b)
     for value in ("one-value", "other-value", "n-value"):
         assert value not in text
+
+
+@pytest.mark.parametrize("b_key", ["another-key-of-enough-length", None])
+def test_diff_under_different_keys_says_so(make_host: HostFactory, b_key: str | None) -> None:
+    """Snapshots under different (or unnamed) keys: no "changed" rows, a note says why."""
+    env = {"PATH": "/b", "SHARED": "one-value", "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars"}
+    host_a = make_host(env)
+    host_b = make_host({**env, "ENVSCOPE_FINGERPRINT_KEY": b_key or "x-of-sixteen-chars!"})
+    a = snapshot_of(host_a.explain(), home="A", key_id=host_a.fingerprint_key_id())
+    b_id = None if b_key is None else host_b.fingerprint_key_id()
+    b = snapshot_of(host_b.explain({**env, "ADDED_KEY": "v"}), home="B", key_id=b_id)
+    assert a["keys"]["SHARED"]["fingerprint"] != b["keys"]["SHARED"]["fingerprint"]
+    entries = diff_snapshots(a, b)
+    assert [(e.key, e.change) for e in entries] == [("ADDED_KEY", "added")]
+    assert not fingerprints_comparable(a, b)
+    assert "different fingerprint keys" in format_diff(entries, ("A", "B"), comparable=False)
 
 
 def _secret_values() -> set[str]:
@@ -120,7 +146,7 @@ def test_no_value_in_any_output(
 ) -> None:
     """S48: CLI output, log records and exception messages never hold a fixture's value."""
     caplog.set_level(logging.DEBUG)
-    monkeypatch.setenv("ENVSCOPE_FINGERPRINT_KEY", "k")
+    monkeypatch.setenv("ENVSCOPE_FINGERPRINT_KEY", "k-of-sixteen-chars")
     monkeypatch.chdir(ROOT)
     config = str(FIXTURES / "demo" / "envscope.yaml")
     texts: list[str] = []

@@ -213,7 +213,7 @@ def test_replay_fingerprints_with_the_callers_function(
     """Replayed decisions carry the fingerprints of the trace they are replayed into."""
     host = make_host(fs=settled())
     with host.routed(homes["B"]):
-        plain, marked = Trace(), Trace(fingerprint=lambda value: f"fp:{len(value)}")
+        plain, marked = Trace(), Trace(fingerprint=lambda key, value: f"fp:{len(value)}")
         host.build_subprocess_env(BASE, trace=plain)
         host.build_subprocess_env(BASE, trace=marked)
     assert all(d.fingerprint is None for d in plain)
@@ -238,7 +238,9 @@ def test_traced_build_with_a_changed_env_runs_again(
 
 def test_explain_twice_gives_the_same_trace(make_host: HostFactory, homes: dict[str, Path]) -> None:
     """``explain`` (fingerprinting) gives the same decisions and fingerprints on a replay."""
-    host = make_host(fs=settled(), environ={**BASE, "ENVSCOPE_FINGERPRINT_KEY": "k"})
+    host = make_host(
+        fs=settled(), environ={**BASE, "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars"}
+    )
     with host.routed(homes["B"]):
         first, again = host.explain(), host.explain()
     assert list(again) == list(first)

@@ -32,19 +32,30 @@ def test_default_catalog_is_shared_and_has_origins() -> None:
     assert "DISCORD_" in cat.platform_prefixes
 
 
-def test_gateway_overrides_secret_suffixed_are_tier1() -> None:
-    """Secret-suffixed gateway overrides are Tier 1; plain settings are not declared."""
-    cat = Catalog.default()
-    assert cat.declaration("GATEWAY_WEBHOOK_SECRET") is not None
-    assert cat.declaration("GATEWAY_PORT") is None
+LEGACY = """
+providers:
+  - {name: acme, api_key_env: [ACME_API_KEY], base_url_env: ACME_BASE_URL, auth: oauth}
+optional_env:
+  - {name: HOMEASSISTANT_TOKEN, category: messaging, password: true}
+  - {name: FIRECRAWL_API_KEY, category: tool, password: true}
+  - {name: TELEGRAM_HOME_CHANNEL, category: messaging, password: false}
+gateway_overrides: [GATEWAY_PORT, GATEWAY_WEBHOOK_SECRET]
+tier2: [ACME_ORG_ID]
+"""
 
 
-def test_optional_env_password_flag() -> None:
-    """Optional-env entries with password: true are declared (messaging → Tier 1, else Tier 2)."""
-    cat = Catalog.default()
+def test_plain_sections_of_a_host_file() -> None:
+    """A host file's provider table, optional-env table and gateway overrides declare names."""
+    cat = Catalog.from_yaml(LEGACY, source="host.yaml")
+    assert cat.names["ACME_API_KEY"].tier is Tier.TIER2
+    assert cat.names["ACME_BASE_URL"].origin.detail == "provider acme base URL"
+    assert cat.names["ACME_ORG_ID"].tier is Tier.TIER2
     assert cat.names["HOMEASSISTANT_TOKEN"].tier is Tier.TIER1
     assert cat.names["FIRECRAWL_API_KEY"].tier is Tier.TIER2
     assert cat.declaration("TELEGRAM_HOME_CHANNEL") is None
+    assert cat.declaration("GATEWAY_WEBHOOK_SECRET") is not None
+    assert cat.declaration("GATEWAY_PORT") is None
+    assert cat.categories == ()
 
 
 def test_from_file_and_extend(tmp_path: Path) -> None:

@@ -38,7 +38,10 @@ def clean_process_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI reads os.environ: give it a small fixed one with a fingerprint key."""
     for key in list(os.environ):
         monkeypatch.delenv(key)
-    for key, value in {**CLEAN_ENV, "ENVSCOPE_FINGERPRINT_KEY": "test-key"}.items():
+    for key, value in {
+        **CLEAN_ENV,
+        "ENVSCOPE_FINGERPRINT_KEY": "test-key-for-the-cli-suite",
+    }.items():
         monkeypatch.setenv(key, value)
     monkeypatch.chdir(ROOT)
 
@@ -256,7 +259,7 @@ def test_console_script_end_to_end(tmp_path: Path) -> None:
     """The installed console script runs a real child through `envscope run`."""
     script = shutil.which("envscope", path=str(Path(sys.executable).parent))
     assert script is not None
-    env = {**CLEAN_ENV, "ENVSCOPE_FINGERPRINT_KEY": "k", "ENVSCOPE_CONFIG": CONFIG}
+    env = {**CLEAN_ENV, "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars", "ENVSCOPE_CONFIG": CONFIG}
     probe = "import os, json; print(json.dumps(sorted(os.environ)))"
     out = subprocess.run(
         [script, "run", "--home", "work", "--", sys.executable, "-c", probe],
@@ -272,7 +275,7 @@ def test_console_script_end_to_end(tmp_path: Path) -> None:
 
 def test_module_entry_point() -> None:
     """``python -m envscope`` runs the CLI."""
-    env = {**CLEAN_ENV, "ENVSCOPE_FINGERPRINT_KEY": "k"}
+    env = {**CLEAN_ENV, "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars"}
     out = subprocess.run(
         [sys.executable, "-m", "envscope", "--config", CONFIG, "explain", "--home", "work"],
         capture_output=True, text=True, check=False, env=env, cwd=ROOT,
@@ -308,3 +311,30 @@ def test_explain_warns_on_credential_looking_values(
     assert any(w.startswith("DEPLOY_HELPER: the value looks like") for w in data["warnings"])
     assert "ghp_" not in out
     assert run_cli(capsys, "explain", "--home", "work", "--strict")[0] == 1
+
+
+def test_explain_name_shape_warnings_strict_and_silencing(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """S55: a kept look-alike is warned in text and JSON (key, kind); --strict exits 1;
+    the config's known_safe silences it."""
+    monkeypatch.setenv("MY_APP_KEY", "plain-operator-value")
+    monkeypatch.setenv("DATABASE_URL", "postgres://u:pw-of-db@h/db")
+    code, out, _ = run_cli(capsys, "explain", "--home", "personal", "--json")
+    warnings = json.loads(out)["warnings"]
+    assert code == 0
+    assert any(w.startswith("MY_APP_KEY: the name looks like a credential") for w in warnings)
+    assert any(w.startswith("DATABASE_URL: the value is a URL with a password") for w in warnings)
+    assert "plain-operator-value" not in out
+    assert "pw-of-db" not in out
+    code, text, _ = run_cli(capsys, "explain", "--home", "personal")
+    assert "MY_APP_KEY: the name looks like a credential (credential-suffix)" in text
+    assert "pw-of-db" not in text
+    assert run_cli(capsys, "explain", "--home", "personal", "--strict")[0] == 1
+    config = tmp_path / "envscope.yaml"
+    config.write_text(
+        (DEMO / "envscope.yaml").read_text().replace("./", f"{DEMO}/")
+        + "known_safe: [my_app_key, DATABASE_URL]\n"
+    )
+    assert main(["--config", str(config), "explain", "--home", "personal", "--strict"]) == 0
+    assert "looks like a credential" not in capsys.readouterr().out

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from envscope import ConfigFileError, Surface
-from envscope.config import CONFIG_ENV, find_config, load_config
+from envscope.config import CONFIG_ENV, ConfigChoice, find_config, load_config
 from envscope.surfaces import Inherit
 
 
@@ -74,13 +74,13 @@ def test_yaml_error_and_missing_file(tmp_path: Path) -> None:
 
 
 def test_find_config_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """--config wins, then $ENVSCOPE_CONFIG, then ./envscope.yaml, else None."""
+    """--config wins, then $ENVSCOPE_CONFIG (both explicit), then ./envscope.yaml, else None."""
     monkeypatch.chdir(tmp_path)
     assert find_config(None, {}) is None
     write(tmp_path, "launch_home: .\n")
-    assert find_config(None, {}) == "envscope.yaml"
-    assert find_config(None, {CONFIG_ENV: "/x.yaml"}) == "/x.yaml"
-    assert find_config("/y.yaml", {CONFIG_ENV: "/x.yaml"}) == "/y.yaml"
+    assert find_config(None, {}) == ConfigChoice(str(tmp_path / "envscope.yaml"), explicit=False)
+    assert find_config(None, {CONFIG_ENV: "/x.yaml"}) == ConfigChoice("/x.yaml", explicit=True)
+    assert find_config("/y.yaml", {CONFIG_ENV: "/x.yaml"}) == ConfigChoice("/y.yaml", explicit=True)
 
 
 def test_build_host_uses_config(tmp_path: Path) -> None:

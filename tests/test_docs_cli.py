@@ -19,7 +19,7 @@ DOC = ROOT / "docs" / "cli.md"
 README = ROOT / "README.md"
 BLOCK = re.compile(r"(<!-- output: (?P<args>.*?) -->\n```text\n)(?P<body>.*?)(```)", re.S)
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/operator", "LANG": "C.UTF-8",
-       "ENVSCOPE_FINGERPRINT_KEY": "demo-key"}  # fmt: skip
+       "ENVSCOPE_FINGERPRINT_KEY": "demo-key-for-the-docs"}  # fmt: skip
 
 
 def render(args: str, capsys: pytest.CaptureFixture[str]) -> str:

@@ -17,6 +17,7 @@ from envscope._findings import (
     credential_kind,
     find_credential_values,
 )
+from tests.conftest import HostFactory
 
 # Test values are built from pieces so no literal here looks like a live token.
 ALNUM36 = "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -182,3 +183,79 @@ def test_import_envscope_does_not_load_findings() -> None:
     code = "import sys, envscope\nprint('envscope._findings' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# -- name-shape warnings (issue 12 item 4, S55) ---------------------------------------
+
+NAME_SHAPES = [
+    ("MY_APP_KEY", "v", "credential-suffix"),
+    ("DEPLOY_WEBHOOK_SECRET", "v", "credential-suffix"),
+    ("SLACK_USER_TOKEN", "v", "credential-suffix"),
+    ("AWS_SECRET_ACCESS_KEY", "v", "credential-suffix"),
+    ("LOCAL_LLM_API_KEY", "v", "credential-suffix"),
+    ("mysql_pass", "v", "credential-suffix"),
+    ("FTP_PWD", "v", "credential-suffix"),
+    ("GCP_CREDENTIALS", "v", "credential-suffix"),
+    ("CLIENT_SECRET_FILE", "v", "credential-word"),
+    ("DB_PASSWORD_HINT", "v", "credential-word"),
+    ("DATABASE_URL", "postgres://u:pw@h/db", "url-with-password"),
+    ("HTTP_PROXY", "http://user:p%40ss@proxy:8080", "url-with-password"),
+    ("REDIS", " redis://:hunter2@cache:6379/0", "url-with-password"),
+    ("DATABASE_URL", "postgres://h/db", None),
+    ("DATABASE_URL", "postgres://u@h/db", None),
+    ("DATABASE_URL", "postgres://u:@h/db", None),
+    ("MONKEY", "v", None),
+    ("KEYBOARD_LAYOUT", "v", None),
+    ("TOKENIZER_PATH", "v", None),
+    ("PATH", "/usr/bin:/bin", None),
+    ("NOTE", "see https://example.com/a:b@c", None),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "kind"), NAME_SHAPES)
+def test_name_kind_table(key: str, value: str, kind: str | None) -> None:
+    """Suffixes, SECRET/PASSWORD words and URLs with a password are named; others are not."""
+    from envscope._findings import name_kind
+
+    assert name_kind(key, value) == kind
+
+
+def test_name_shape_search_is_linear() -> None:
+    """A long URL-like value with no password is searched without backtracking blow-up."""
+    from envscope._findings import name_kind
+
+    assert name_kind("X", "a://" + ":" * 200_000) is None
+    assert name_kind("X", "a://" + "u" * 200_000 + ":" + "p" * 200_000) is None
+
+
+@pytest.mark.parametrize(("key", "value", "kind"), [r for r in NAME_SHAPES if r[2]])
+def test_name_shape_warning_in_trace_never_strips(
+    make_host: HostFactory, key: str, value: str, kind: str
+) -> None:
+    """S55: a kept undeclared look-alike is warned about (key and kind, no value) and kept."""
+    host = make_host({"PATH": "/bin", key: value, "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars"})
+    trace = host.explain()
+    assert host.build_subprocess_env()[key] == value
+    mine = [w for w in trace.context.warnings if w.startswith(f"{key}: ")]
+    assert len(mine) == 1
+    assert (kind in mine[0]) or ("URL with a password" in mine[0])
+    assert value.strip() not in mine[0]
+    assert "pw" not in mine[0]
+
+
+def test_declared_and_known_safe_names_are_not_warned(make_host: HostFactory) -> None:
+    """Names a rule declares (kept Tier 2) and names the host lists in known_safe are silent."""
+    base = {"PATH": "/bin", "OPENAI_API_KEY": "k", "DEPLOY_WEBHOOK_SECRET": "s", "MY_APP_KEY": "m",
+            "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars"}  # fmt: skip
+    host = make_host(base, known_safe=["deploy_webhook_secret"])
+    trace = host.explain(surface="credentialed")
+    warned = {w.split(":")[0] for w in trace.context.warnings}
+    assert warned == {"MY_APP_KEY"}
+
+
+def test_known_safe_rejects_a_bare_string(make_host: HostFactory) -> None:
+    """Host(known_safe="X_KEY") would name letters: it is a ConfigurationError."""
+    from envscope import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="known_safe"):
+        make_host(known_safe="X_KEY")

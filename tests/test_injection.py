@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,94 @@ from tests.conftest import HostFactory
 VECTORS = ["LD_PRELOAD", "DYLD_INSERT_LIBRARIES", "BASH_ENV", "ENV", "PYTHONSTARTUP",
            "PYTHONPATH", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT", "JAVA_TOOL_OPTIONS",
            "GIT_SSH_COMMAND", "GIT_CONFIG_COUNT", "GCONV_PATH", "ld_library_path"]  # fmt: skip
+
+
+# sudo's env_delete default, written out from plugins/sudoers/env.c
+# (initial_badenv_table, every platform's #ifdef branch included; sudo-project/sudo).
+SUDO_ENV_DELETE = (
+    "IFS", "CDPATH", "LOCALDOMAIN", "RES_OPTIONS", "HOSTALIASES", "NLSPATH", "PATH_LOCALE",
+    "LD_*", "_RLD*", "SHLIB_PATH", "LDR_*", "LIBPATH", "AUTHSTATE", "DYLD_*",
+    "KRB5_CONFIG*", "KRB5_KTNAME", "VAR_ACE", "USR_ACE", "DLC_ACE",
+    "TERMINFO", "TERMINFO_DIRS", "TERMPATH", "TERMCAP", "ENV", "BASH_ENV", "PS4",
+    "GLOBIGNORE", "SHELLOPTS", "JAVA_TOOL_OPTIONS", "PERLIO_DEBUG", "PERLLIB", "PERL5LIB",
+    "PERL5OPT", "PERL5DB", "FPATH", "NULLCMD", "READNULLCMD", "ZDOTDIR", "TMPPREFIX",
+    "PYTHONHOME", "PYTHONPATH", "PYTHONINSPECT", "PYTHONUSERBASE", "RUBYLIB", "RUBYOPT",
+    "BASH_FUNC_*", "__BASH_FUNC<*",
+)  # fmt: skip
+
+# glibc's UNSECURE_ENVVARS, written out from sysdeps/generic/unsecvars.h (bminor/glibc),
+# with GLIBC_TUNABLES (listed there when tunables are off) and the older MALLOC_CHECK_.
+GLIBC_UNSECURE_ENVVARS = (
+    "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LD_AUDIT", "LD_DEBUG",
+    "LD_DEBUG_OUTPUT", "LD_DYNAMIC_WEAK", "LD_HWCAP_MASK", "LD_LIBRARY_PATH", "LD_ORIGIN_PATH",
+    "LD_PRELOAD", "LD_PROFILE", "LD_SHOW_AUXV", "LD_USE_LOAD_BIAS", "LD_BIND_NOT",
+    "LOCALDOMAIN", "LOCPATH", "MALLOC_CHECK_", "MALLOC_TRACE", "NIS_PATH", "NLSPATH",
+    "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR", "TZDIR",
+)  # fmt: skip
+
+# Members of the families above, as a child really sees them.
+FAMILY_MEMBERS = (
+    "BASH_FUNC_ls%%", "BASH_FUNC_ls()", "BASH_FUNC_x%%", "__BASH_FUNC<ls>()",
+    "LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH", "_RLD_LIST",
+    "_RLDN32_LIST", "LDR_PRELOAD", "KRB5_CONFIG", "GIT_CONFIG_PARAMETERS",
+)  # fmt: skip
+
+
+def _spellings(entry: str) -> list[str]:
+    """The names a table entry stands for, in three case spellings."""
+    name = f"{entry[:-1]}ANY_MEMBER" if entry.endswith("*") else entry
+    return [name, name.lower(), name.title()]
+
+
+@pytest.mark.parametrize("entry", SUDO_ENV_DELETE + GLIBC_UNSECURE_ENVVARS + FAMILY_MEMBERS)
+def test_catalog_is_a_superset_of_sudo_and_glibc(entry: str) -> None:
+    """Every sudo env_delete and glibc UNSECURE_ENVVARS entry is a vector, in any case."""
+    catalog = Catalog.default()
+    for name in _spellings(entry):
+        assert catalog.is_injection_vector(name), name
+
+
+BASH = shutil.which("bash")
+PLANTED = "() {  echo planted-function; }"
+
+
+def _run_bash(env: dict[str, str], script: str) -> str:
+    """What ``bash -c script`` prints on stdout under ``env`` (its exit code ignored)."""
+    assert BASH is not None
+    done = subprocess.run(
+        [BASH, "-c", script], env=env, capture_output=True, text=True, check=False, timeout=30
+    )
+    return done.stdout
+
+
+@pytest.mark.skipif(BASH is None, reason="needs a real bash to run the planted function")
+def test_bash_runs_an_exported_function_from_the_env() -> None:
+    """The class is real: bash imports BASH_FUNC_<name>%% from its env and runs it."""
+    env = {"PATH": os.defpath, "BASH_FUNC_greet%%": PLANTED}
+    assert _run_bash(env, "greet") == "planted-function\n"
+
+
+@pytest.mark.skipif(BASH is None, reason="needs a real bash to run the planted function")
+@pytest.mark.parametrize("key", ["BASH_FUNC_greet%%", "BASH_FUNC_greet()", "bash_func_greet%%"])
+@pytest.mark.parametrize("via", ["routed-dotenv", "extra", "mcp-env-block", "force-prefix"])
+def test_planted_bash_function_never_reaches_bash(
+    make_host: HostFactory, homes: dict[str, Path], key: str, via: str
+) -> None:
+    """An exported bash function from a routed .env, an extra or a forced name is refused."""
+    host = make_host({"PATH": os.defpath})
+    trace = Trace()
+    if via == "routed-dotenv":
+        (homes["B"] / ".env").write_text(f"B_MARKER=b\n{key}={PLANTED}\n")
+        with host.routed(homes["B"]):
+            env = host.build_subprocess_env(trace=trace)
+        assert env["B_MARKER"] == "b"
+    else:
+        surface = Surface.MCP if via == "mcp-env-block" else Surface.TERMINAL
+        name = f"{FORCE_PREFIX}{key}" if via == "force-prefix" else key
+        env = host.build_subprocess_env(surface=surface, extra={name: PLANTED}, trace=trace)
+    assert not [k for k in env if k.upper().startswith("BASH_FUNC")]
+    assert any(d.reason is Reason.INJECTION_VECTOR for d in trace)
+    assert _run_bash(env, "greet 2>/dev/null; echo ran") == "ran\n"
 
 
 @pytest.mark.parametrize("name", VECTORS)
@@ -67,11 +158,25 @@ def test_extra_force_and_passthrough_cannot_introduce(
 def test_launch_env_keeps_its_own_and_explain_warns(make_host: HostFactory) -> None:
     """The launch env's own vector is kept (not introduced) and explain warns about it."""
     host = make_host(
-        {"PATH": "/bin", "LD_PRELOAD": "/opt/libfast.so", "ENVSCOPE_FINGERPRINT_KEY": "k"}
+        {
+            "PATH": "/bin",
+            "LD_PRELOAD": "/opt/libfast.so",
+            "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars",
+        }
     )
     trace = host.explain()
     assert trace.final()["LD_PRELOAD"].action is Action.KEPT
     assert any(w.startswith("LD_PRELOAD: the launch env carries") for w in trace.context.warnings)
+
+
+def test_launch_global_name_on_the_list_is_not_warned(make_host: HostFactory) -> None:
+    """TMPDIR (glibc's list, and a global name) from the launch env is kept without a warning."""
+    host = make_host(
+        {"PATH": "/bin", "TMPDIR": "/var/tmp", "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars"}
+    )
+    trace = host.explain()
+    assert trace.final()["TMPDIR"].action is Action.KEPT
+    assert not [w for w in trace.context.warnings if w.startswith("TMPDIR")]
 
 
 def test_host_can_allow_explicitly(make_host: HostFactory, homes: dict[str, Path]) -> None:

@@ -44,10 +44,28 @@ def test_safe_base_lists_are_pinned() -> None:
         {
             "APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT",
             "PROCESSOR_ARCHITECTURE", "PROGRAMDATA", "PROGRAMFILES", "PROGRAMFILES(X86)",
-            "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP", "USERNAME", "USERPROFILE", "WINDIR",
-            "COMSPEC",
+            "PROGRAMW6432", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP", "USERNAME",
+            "USERPROFILE", "WINDIR", "COMSPEC",
         }
     ) == MCP_SAFE_NAMES_WINDOWS  # fmt: skip
+
+
+# The MCP Python SDK's DEFAULT_INHERITED_ENV_VARS for win32 (src/mcp/client/stdio/__init__.py,
+# modelcontextprotocol/python-sdk), and the Program Files names its later versions and
+# hermes-agent add.
+MCP_SDK_WIN32 = (
+    "APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PROCESSOR_ARCHITECTURE",
+    "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "USERNAME", "USERPROFILE",
+)  # fmt: skip
+PROGRAM_FILES = ("PROGRAMFILES", "PROGRAMFILES(X86)", "ProgramW6432")
+
+
+@pytest.mark.parametrize("name", MCP_SDK_WIN32 + PROGRAM_FILES)
+def test_windows_safe_base_covers_the_sdk_list(make_host: HostFactory, name: str) -> None:
+    """Each name the MCP SDK passes on win32, and ProgramW6432, reaches a Windows MCP child."""
+    host = make_host(windows=True)
+    env = host.build_subprocess_env({name: "C:\\x", "OTHER": "y"}, surface=Surface.MCP)
+    assert env == {name: "C:\\x"}
 
 
 def test_mcp_child_gets_safe_base_env_block_and_passthrough(make_host: HostFactory) -> None:
@@ -120,6 +138,16 @@ def test_mcp_env_block_copying_a_host_secret_is_refused_until_granted(
         )
     assert granted["GITHUB_PERSONAL_ACCESS_TOKEN"] == HOST_TOKEN
     assert "GITHUB_TOKEN" not in granted
+
+
+def test_mcp_env_block_cannot_grant_a_secret_sources_credential(make_host: HostFactory) -> None:
+    """S54: a vault's bootstrap token never reaches a child, not even as a block literal."""
+    host = make_host()
+    host.add_secret_source(StaticSource("vault", {}, credential_names=["VAULT_TOKEN"]))
+    block = {"VAULT_TOKEN": "hvs.operator-literal-0000", "OTHER_TOKEN": "literal-000000"}
+    env = host.build_subprocess_env(surface=Surface.MCP, extra=block, grant=["VAULT_TOKEN"])
+    assert "VAULT_TOKEN" not in env
+    assert env["OTHER_TOKEN"] == "literal-000000"
 
 
 @pytest.mark.parametrize("name", ["LD_PRELOAD", "BASH_FUNC_ls%%", "DYLD_INSERT_LIBRARIES"])

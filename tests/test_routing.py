@@ -160,7 +160,8 @@ def test_operator_export_survives_routing(make_host: HostFactory, homes: dict[st
         ("WHATSAPP_GROUP_ALLOW_FROM", False),
         ("DEMO_ALLOWED_SENDER", True),
         ("ACCESS_ALLOWED_CALLBACK_ACE_TYPE", True),
-        ("DISCORD_HOME_CHANNEL", True),
+        ("DISCORD_HOME_CHANNEL", False),  # a gate by shape (S59)
+        ("MYAPP_HOME_CHANNEL", True),
     ],
 )
 def test_launch_authorization_gates(
@@ -172,6 +173,43 @@ def test_launch_authorization_gates(
         env = host.build_subprocess_env()
     assert (name in env) is kept
     assert name in host.build_subprocess_env()  # not routed: untouched
+
+
+GATES_BY_SHAPE = [
+    "DISCORD_ALLOWED_CHANNELS", "DISCORD_IGNORED_CHANNELS", "DISCORD_NO_THREAD_CHANNELS",
+    "DISCORD_FREE_RESPONSE_CHANNELS", "DISCORD_BACKFILL_CHANNELS", "DISCORD_HOME_CHANNEL",
+    "DISCORD_REQUIRE_MENTION", "DISCORD_PEER_BOT_IDS", "DISCORD_ALLOW_BOTS",
+    "SLACK_ALLOWED_USERS", "SLACK_HOME_CHANNEL", "TELEGRAM_ALLOWED_USERS",
+    "TELEGRAM_HOME_CHANNEL", "TELEGRAM_GROUP_ALLOWED_CHATS", "WHATSAPP_ALLOWED_USERS",
+    "WHATSAPP_GROUP_ALLOW_FROM", "SIGNAL_ALLOWED_USERS", "SIGNAL_GROUP_ALLOWED_USERS",
+    "MATRIX_ALLOWED_USERS", "MATRIX_HOME_ROOM_ALLOWED", "MATRIX_ROOMS", "MATTERMOST_ALLOWED_USERS",
+    "MATTERMOST_HOME_CHANNEL", "FEISHU_ALLOWED_USERS", "DINGTALK_ALLOWED_USERS",
+    "WECOM_HOME_CHANNEL", "QQ_ALLOWED_USERS", "LINE_ALLOWED_USERS", "EMAIL_ALLOWED_USERS",
+    "SMS_ALLOWED_USERS", "HASS_ALLOWED_USERS", "GATEWAY_ALLOW_ALL_USERS", "TEAMS_ALLOWED_USERS",
+    "discord_ignored_channels", "Slack_Home_Channel", "CHATX_HOME_CHANNEL",
+]  # fmt: skip
+NOT_GATES = [
+    "DEMO_ALLOWED_SENDER", "ACCESS_ALLOWED_CALLBACK_ACE_TYPE", "MYAPP_HOME_CHANNEL",
+    "MYAPP_ALLOWED_USERS", "CHANNEL_SURF", "SLACK_USER_TOKEN", "DISCORD_AUTO_THREAD",
+    "DISCORD_REPLY_TO_MODE", "TELEGRAM_PROXY", "GATEWAY_PORT", "HOME", "DISCORDANT_CHANNELS",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "gate"), [(n, True) for n in GATES_BY_SHAPE] + [(n, False) for n in NOT_GATES]
+)
+def test_gates_are_recognised_by_shape(
+    make_host: HostFactory, homes: dict[str, Path], name: str, gate: bool
+) -> None:
+    """S59: a platform prefix plus a channel/user/chat setting is a gate; look-alikes are not."""
+    host = launched(make_host, {name: "123"})
+    host.register_adapter("chatx", ["CHATX_SIGNING_SECRET"])  # an adapter's prefix counts too
+    policy = host.policy()
+    assert policy.is_gate(name) is gate
+    with host.routed(homes["B"]):
+        env = host.build_subprocess_env()
+    assert (name in env) is not gate or policy.tier_of(name) is not None
+    assert name in host.build_subprocess_env() or policy.tier_of(name) is not None
 
 
 def test_routed_gate_from_own_scope_is_kept(make_host: HostFactory, homes: dict[str, Path]) -> None:

@@ -511,11 +511,12 @@ def test_missing_path_is_an_error(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
 def test_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
-    """A named FIFO is an error (not a hang), and a walked one is skipped."""
+    """A ``*.py`` FIFO, named or walked, is an error (not a hang and not a silent skip)."""
     fifo = tmp_path / "pipe.py"
     os.mkfifo(fifo)
-    assert check_paths([str(fifo)]) == ([], [f"{fifo}: cannot read: not a regular file"])
-    assert check_paths([str(tmp_path)]) == ([], [])
+    expected: tuple[list[SpawnSite], list[str]] = ([], [f"{fifo}: cannot read: not a regular file"])
+    assert check_paths([str(fifo)]) == expected
+    assert check_paths([str(tmp_path)]) == expected
 
 
 def test_unlistable_directory_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -535,10 +536,111 @@ def test_unlistable_directory_is_an_error(tmp_path: Path, monkeypatch: pytest.Mo
     assert errors == [f"{tmp_path / 'locked'}: cannot list: Permission denied"]
 
 
-def test_dangling_symlink_is_skipped_when_walked(tmp_path: Path) -> None:
-    """A walked ``*.py`` symlink to nothing is not a file and is skipped."""
-    (tmp_path / "gone.py").symlink_to(tmp_path / "missing.py")
+@pytest.mark.parametrize(
+    ("target", "strerror"),
+    [("missing.py", "No such file or directory"), ("loop.py", "Too many levels of symbolic links")],
+    ids=["dangling", "looping"],
+)
+@pytest.mark.parametrize("named", [False, True], ids=["walked", "named"])
+def test_unreadable_py_symlink_is_an_error(
+    tmp_path: Path, target: str, strerror: str, named: bool
+) -> None:
+    """A dangling or looping ``*.py`` symlink, walked or named, is an error (exit 2)."""
+    link = tmp_path / "loop.py" if target == "loop.py" else tmp_path / "gone.py"
+    link.symlink_to(tmp_path / target)
+    ok = write(tmp_path / "ok.py", BAD)
+    sites, errors = check_paths([str(link) if named else str(tmp_path)])
+    assert errors == [f"{link}: cannot read: {strerror}"]
+    assert [s.path for s in sites] == ([] if named else [str(ok)])
+    assert exit_status(sites, errors) == 2
+
+
+def test_dangling_symlink_that_is_not_python_is_ignored(tmp_path: Path) -> None:
+    """A walked broken symlink that is not ``*.py`` holds no source: nothing to report."""
+    (tmp_path / "notes").symlink_to(tmp_path / "missing")
     assert check_paths([str(tmp_path)]) == ([], [])
+
+
+def test_symlinked_package_directory_is_followed(tmp_path: Path) -> None:
+    """A package directory that is a symlink is walked like any other."""
+    real = write(tmp_path / "elsewhere" / "pkg" / "mod.py", BAD).parent
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "pkg").symlink_to(real, target_is_directory=True)
+    sites, errors = check_paths([str(tree)])
+    assert errors == []
+    assert [s.path for s in sites] == [str(tree / "pkg" / "mod.py")]
+
+
+def test_directory_symlink_loops_end(tmp_path: Path) -> None:
+    """Symlinks back to an ancestor or to each other are walked once: every file once, no hang."""
+    write(tmp_path / "a" / "m.py", BAD)
+    (tmp_path / "a" / "up").symlink_to(tmp_path, target_is_directory=True)
+    (tmp_path / "b").symlink_to(tmp_path / "c", target_is_directory=True)
+    (tmp_path / "c").symlink_to(tmp_path / "b", target_is_directory=True)
+    (tmp_path / "alias").symlink_to(tmp_path / "a", target_is_directory=True)
+    sites, errors = check_paths([str(tmp_path)])
+    assert errors == []
+    assert len(sites) == 1
+
+
+def test_file_reached_through_two_links_is_checked_once(tmp_path: Path) -> None:
+    """A ``*.py`` symlink to another checked file reports the file once."""
+    real = write(tmp_path / "a.py", BAD)
+    (tmp_path / "b.py").symlink_to(real)
+    sites, errors = check_paths([str(tmp_path)])
+    assert (errors, [s.path for s in sites]) == ([], [str(real)])
+
+
+# (id, file bytes, the sites (calls) it holds, or the error it is)
+ENCODING_CASES: list[tuple[str, bytes, list[str] | str]] = [
+    ("utf-8", BAD.encode(), ["os.system"]),
+    ("bom", b"\xef\xbb\xbf" + BAD.encode(), ["os.system"]),
+    (
+        "utf-7-hides-call",
+        b"# -*- coding: utf-7 -*-\nimport os\nos.system+ACg-'x'+ACk-\n",
+        ["os.system"],
+    ),
+    ("latin-1", b"# coding: latin-1\nimport os\nx = '\xe9'; os.system(x)\n", ["os.system"]),
+    (
+        "cookie-line-2",
+        b"#!/usr/bin/env python\n# vim: set fileencoding=cp1252 :\nimport os\nos.system('\x80')\n",
+        ["os.system"],
+    ),
+    ("not-utf-8", b"import os\nx = '\xff'\n", "not valid UTF-8 at byte 15"),
+    ("not-ascii", b"# coding: ascii\nx = '\xff'\n", "not valid ascii at byte 21"),
+    ("unknown-codec", b"# coding: no-such-codec\nx = 1\n", "cannot parse: unknown encoding"),
+    (
+        "bytes-codec",
+        b"# coding: rot13\nx = 1\n",
+        "cannot decode: its coding cookie names no text encoding",
+    ),
+    (
+        "bom-and-other-cookie",
+        b"\xef\xbb\xbf# coding: latin-1\nx = 1\n",
+        "cannot parse: encoding problem",
+    ),
+    ("utf-16-cookie", b"# coding: utf-16\nx = 1\n", "bad.py: not valid utf-16"),
+]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"), [pytest.param(c, e, id=i) for i, c, e in ENCODING_CASES]
+)
+def test_source_is_decoded_as_python_decodes_it(
+    tmp_path: Path, content: bytes, expected: list[str] | str
+) -> None:
+    """BOM and PEP 263 cookies decide the text as for Python; a codec Python refuses is an error."""
+    path = write(tmp_path / "bad.py", content)
+    sites, errors = check_paths([str(path)])
+    if isinstance(expected, str):
+        assert sites == []
+        assert len(errors) == 1
+        assert errors[0].startswith(str(path))
+        assert expected in errors[0]
+    else:
+        assert errors == []
+        assert [s.call for s in sites] == expected
 
 
 SITES = [
@@ -607,3 +709,27 @@ def test_import_envscope_does_not_load_the_check() -> None:
     code = "import sys, envscope\nprint('envscope._spawn_check' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    "name", ["\x1b[2J.py", "bell\x07.py", "a\u202eb.py"], ids=["ansi", "bell", "bidi"]
+)
+def test_paths_are_printed_escaped(tmp_path: Path, name: str) -> None:
+    """A file name with control characters is escaped in findings and errors (no raw escapes)."""
+    write(tmp_path / name, BAD)
+    write(tmp_path / f"bad-{name}", b"def f(:\n")
+    sites, errors = check_paths([str(tmp_path)])
+    text = format_spawn_sites(sites, errors)
+    assert len(sites) == 1
+    assert len(errors) == 1
+    assert all(c.isprintable() for c in text.replace("\n", ""))
+
+
+@pytest.mark.parametrize("path", ["a\0b.py", "\ud800.py"], ids=["nul", "surrogate"])
+def test_invalid_path_is_an_error(path: str) -> None:
+    """A path no file system call accepts is an error naming it escaped, not an exception."""
+    sites, errors = check_paths([path])
+    assert sites == []
+    assert len(errors) == 1
+    assert errors[0].endswith(": cannot read: not a valid path")
+    assert errors[0].isprintable()

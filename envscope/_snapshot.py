@@ -1,0 +1,118 @@
+"""Reading a saved snapshot for ``envscope diff``: bytes in, a checked mapping out.
+
+A snapshot is input from outside (a CI artefact, stdin): every field ``diff``
+reads is checked before it is used, and anything else is a ``SnapshotError``
+naming the file and the field (``keys.NAME.fingerprint``), never a value.
+JSON nested deeper than the parser can follow, duplicate object keys and
+non-UTF JSON text are refused too. Pure: the caller reads the bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from envscope.errors import SnapshotError
+
+__all__ = ["MAX_SNAPSHOT_BYTES", "parse_snapshot"]
+
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
+_TEXT_FIELDS = ("action", "stage", "reason")
+_OPTIONAL_TEXT_FIELDS = ("origin", "fingerprint")
+_SHOWN_NAME = 60
+
+
+class _DuplicateKey(Exception):
+    """A JSON object repeats a key (carried out of the json parser, then re-raised typed)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.key = key
+
+
+def _shown(name: str) -> str:
+    """A key as it may appear in a message: printable, and short."""
+    text = name if name.isprintable() else ascii(name)[1:-1]
+    return text if len(text) <= _SHOWN_NAME else f"{text[: _SHOWN_NAME - 3]}..."
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+            list: "a list", dict: "an object"}.get(type(value), type(value).__name__)  # fmt: skip
+
+
+def _decode(data: bytes, label: str) -> object:
+    if len(data) > MAX_SNAPSHOT_BYTES:
+        raise SnapshotError(label, f"larger than {MAX_SNAPSHOT_BYTES} bytes")
+    problem: str | None = None
+    try:
+        return json.loads(data, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey as exc:
+        problem = f"the key {_shown(exc.key)} appears twice in one object"
+    except UnicodeError:  # json.loads detects UTF-8/16/32; anything else is refused
+        problem = "not JSON text (not UTF-8, UTF-16 or UTF-32)"
+    except ValueError as exc:  # json.JSONDecodeError names the line, never the text
+        line = getattr(exc, "lineno", None)
+        problem = "not JSON" + (f" (line {line})" if line else "")
+    except RecursionError:
+        problem = "not a JSON snapshot: nested too deeply"
+    raise SnapshotError(label, problem)
+
+
+def _field(mapping: Mapping[str, Any], name: str, label: str, where: str) -> Any:
+    if name not in mapping:
+        raise SnapshotError(label, "missing", field=f"{where}{name}")
+    return mapping[name]
+
+
+def _check_key(name: str, info: object, label: str) -> None:
+    where = f"keys.{_shown(name)}"
+    if not isinstance(info, dict):
+        raise SnapshotError(label, f"must be an object, got {_kind(info)}", field=where)
+    for field in _TEXT_FIELDS:
+        if not isinstance(_field(info, field, label, f"{where}."), str):
+            got = _kind(info[field])
+            raise SnapshotError(label, f"must be a string, got {got}", field=f"{where}.{field}")
+    for field in _OPTIONAL_TEXT_FIELDS:
+        value = info.get(field)
+        if value is not None and not isinstance(value, str):
+            got = _kind(value)
+            raise SnapshotError(
+                label, f"must be a string or null, got {got}", field=f"{where}.{field}"
+            )
+
+
+def parse_snapshot(data: bytes, label: str, version: int) -> dict[str, Any]:
+    """The snapshot in ``data`` (the bytes of ``label``) with every field diff reads checked."""
+    snap = _decode(data, label)
+    if not isinstance(snap, dict):
+        raise SnapshotError(label, f"not an envscope snapshot: the top level is {_kind(snap)}")
+    found = snap.get("envscope_snapshot")
+    if type(found) is not int or found != version:
+        raise SnapshotError(label, f"not an envscope snapshot (version {version})")
+    child = _field(snap, "child", label, "")
+    if not isinstance(child, list):
+        raise SnapshotError(label, f"must be a list, got {_kind(child)}", field="child")
+    for index, name in enumerate(child):
+        if not isinstance(name, str):
+            raise SnapshotError(
+                label, f"must be a string, got {_kind(name)}", field=f"child[{index}]"
+            )
+    keys = _field(snap, "keys", label, "")
+    if not isinstance(keys, dict):
+        raise SnapshotError(label, f"must be an object, got {_kind(keys)}", field="keys")
+    for name, info in keys.items():
+        _check_key(name, info, label)
+    return snap

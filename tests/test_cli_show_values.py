@@ -1,0 +1,67 @@
+"""`explain --show-values` masks every value a consulted policy or the alias rule protects."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from envscope.cli import main
+
+LAUNCH_ONLY = "sv-launch-platform-secret-1"  # CHATX_BOT_TOKEN: declared by A's plugin only
+CATALOG_T1 = "sv-telegram-token-value-2"  # TELEGRAM_BOT_TOKEN: catalog Tier 1
+SHOWN = "plain-operator-setting"  # an undeclared value: shown
+
+
+@pytest.fixture
+def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A launch home A whose platform plugin declares CHATX_BOT_TOKEN, and a profile B."""
+    plugin = tmp_path / "A" / "plugins" / "platforms" / "chatx"
+    plugin.mkdir(parents=True)
+    (plugin / "plugin.yaml").write_text("name: chatx\nrequires_env: [CHATX_BOT_TOKEN]\n")
+    (tmp_path / "B").mkdir()
+    (tmp_path / "B" / ".env").write_text("B_SETTING=b-value\n")
+    path = tmp_path / "envscope.yaml"
+    path.write_text("launch_home: A\nhomes: {b: B}\n")
+    for key in list(os.environ):
+        monkeypatch.delenv(key)
+    for key, value in {
+        "PATH": "/usr/bin:/bin",
+        "ENVSCOPE_FINGERPRINT_KEY": "a-test-key-of-enough-length",
+        "CHATX_BOT_TOKEN": LAUNCH_ONLY,
+        "TELEGRAM_BOT_TOKEN": CATALOG_T1,
+        "COPY_OF_TOKEN": CATALOG_T1,  # stripped as alias-of
+        "COPY_OF_CHATX": LAUNCH_ONLY,  # a copy of a launch-only Tier 1 value
+        "OPERATOR_SETTING": SHOWN,
+    }.items():
+        monkeypatch.setenv(key, value)
+    return str(path)
+
+
+@pytest.mark.parametrize("home", [None, "b"])
+@pytest.mark.parametrize("surface", ["terminal", "credentialed", "mcp"])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_show_values_masks_consulted_tier1_and_aliases(
+    capsys: pytest.CaptureFixture[str],
+    config: str,
+    home: str | None,
+    surface: str,
+    as_json: bool,
+) -> None:
+    """Tier 1 of the target or launch policy, alias-of rows and copies: masked; others shown."""
+    argv = ["--config", config, "explain", "--show-values", "--surface", surface]
+    argv += ["--home", home] if home else []
+    argv += ["--json"] if as_json else []
+    assert main(argv) in (0, 1)
+    out = capsys.readouterr().out
+    for secret in (LAUNCH_ONLY, CATALOG_T1):
+        assert secret not in out
+    if as_json:
+        values = json.loads(out)["values"]
+        assert values["OPERATOR_SETTING"] == SHOWN
+        for key in ("CHATX_BOT_TOKEN", "TELEGRAM_BOT_TOKEN", "COPY_OF_TOKEN", "COPY_OF_CHATX"):
+            assert values[key] == "********", key
+    else:
+        assert SHOWN in out

@@ -1,0 +1,174 @@
+"""Snapshots read by `envscope diff`: every malformed shape is exit 2 naming the file and field."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envscope._snapshot import parse_snapshot
+from envscope.cli import main
+from envscope.errors import SnapshotError
+
+PLANTED = "planted-value-never-printed"
+ENTRY = {
+    "in_child": True,
+    "action": "kept",
+    "stage": "sanitize",
+    "reason": "not-declared",
+    "origin": None,
+    "fingerprint": "0123456789abcdef",
+}
+
+
+def snapshot(**changes: Any) -> dict[str, Any]:
+    """A valid snapshot with top-level fields replaced (``None`` removes one)."""
+    snap: dict[str, Any] = {
+        "envscope_snapshot": 1,
+        "home": "h",
+        "surface": "terminal",
+        "routed": False,
+        "policy": {"complete": True, "problems": []},
+        "child": ["A"],
+        "keys": {"A": dict(ENTRY)},
+        "warnings": [],
+    }
+    for key, value in changes.items():
+        if value is None:
+            snap.pop(key)
+        else:
+            snap[key] = value
+    return snap
+
+
+def entry(**changes: Any) -> dict[str, Any]:
+    """A snapshot whose one entry has fields replaced (``None`` removes one)."""
+    info: dict[str, Any] = dict(ENTRY)
+    for key, value in changes.items():
+        if value is None:
+            info.pop(key)
+        else:
+            info[key] = value
+    return snapshot(keys={"A": info})
+
+
+def raw(obj: object) -> bytes:
+    """JSON bytes of an object."""
+    return json.dumps(obj).encode()
+
+
+# (id, file bytes, the field named (or None), words in the message)
+MALFORMED: list[tuple[str, bytes, str | None, str]] = [
+    ("empty-file", b"", None, "not JSON"),
+    ("not-json", b"{\n  'a': 1", None, "not JSON (line 2)"),
+    ("not-utf", b'{"a": "\x80\x81"}', None, "not JSON"),
+    ("nested-too-deep", b"[" * 100_000, None, "nested too deeply"),
+    ("top-level-list", raw([snapshot()]), None, "the top level is a list"),
+    ("top-level-string", raw(PLANTED), None, "the top level is a string"),
+    ("no-version", raw(snapshot(envscope_snapshot=None)), None, "not an envscope snapshot"),
+    ("version-true", raw(snapshot(envscope_snapshot=True)), None, "not an envscope snapshot"),
+    ("version-text", raw(snapshot(envscope_snapshot="1")), None, "not an envscope snapshot"),
+    ("version-2", raw(snapshot(envscope_snapshot=2)), None, "not an envscope snapshot"),
+    ("missing-keys", raw(snapshot(keys=None)), "keys", "missing"),
+    ("keys-list", raw(snapshot(keys=[PLANTED])), "keys", "must be an object, got a list"),
+    ("keys-null", b'{"envscope_snapshot": 1, "child": [], "keys": null}', "keys", "got null"),
+    ("missing-child", raw(snapshot(child=None)), "child", "missing"),
+    ("child-text", raw(snapshot(child=PLANTED)), "child", "must be a list, got a string"),
+    ("child-item-number", raw(snapshot(child=["A", 7])), "child[1]", "must be a string"),
+    ("entry-number", raw(snapshot(keys={"A": 1})), "keys.A", "must be an object, got a number"),
+    ("entry-list", raw(snapshot(keys={"A": [PLANTED]})), "keys.A", "must be an object"),
+    ("entry-text", raw(snapshot(keys={"A": PLANTED})), "keys.A", "must be an object"),
+    ("missing-action", raw(entry(action=None)), "keys.A.action", "missing"),
+    ("action-list", raw(entry(action=[PLANTED])), "keys.A.action", "must be a string"),
+    ("stage-number", raw(entry(stage=3)), "keys.A.stage", "must be a string, got a number"),
+    ("reason-object", raw(entry(reason={PLANTED: 1})), "keys.A.reason", "got an object"),
+    ("origin-number", raw(entry(origin=5)), "keys.A.origin", "must be a string or null"),
+    ("fingerprint-list", raw(entry(fingerprint=[PLANTED])), "keys.A.fingerprint", "or null"),
+    ("fingerprint-bool", raw(entry(fingerprint=True)), "keys.A.fingerprint", "got a boolean"),
+    (
+        "control-characters-in-key",
+        raw(snapshot(keys={"A\x1b[2J": 1})),
+        "keys.A\\x1b[2J",
+        "must be an object",
+    ),
+    (
+        "duplicate-key",
+        b'{"envscope_snapshot": 1, "child": [], "keys": {"A": {}, "A": {}}}',
+        None,
+        "the key A appears twice",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "words"), [pytest.param(d, f, w, id=i) for i, d, f, w in MALFORMED]
+)
+def test_malformed_snapshot_is_a_typed_error(data: bytes, field: str | None, words: str) -> None:
+    """parse_snapshot raises SnapshotError naming the file and the field, with no value."""
+    with pytest.raises(SnapshotError) as info:
+        parse_snapshot(data, "snap.json", 1)
+    error = info.value
+    assert (error.path, error.field) == ("snap.json", field)
+    assert words in str(error)
+    assert PLANTED not in str(error)
+    assert PLANTED not in repr(error.args)
+
+
+@pytest.mark.parametrize("data", [pytest.param(d, id=i) for i, d, _, _ in MALFORMED])
+@pytest.mark.parametrize("side", ["a", "b", "stdin"])
+def test_diff_on_malformed_snapshot_exits_2(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    data: bytes,
+    side: str,
+) -> None:
+    """`envscope diff` on a malformed snapshot (either side, or stdin) is exit 2 naming it."""
+    good = tmp_path / "good.json"
+    good.write_bytes(raw(snapshot()))
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(data)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+    operand = "-" if side == "stdin" else str(bad)
+    argv = ["diff", operand, str(good)] if side != "b" else ["diff", str(good), operand]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"envscope: error: {operand}: ")
+    assert err.count("\n") == 1
+    assert PLANTED not in err
+    assert "\x1b" not in err
+
+
+def test_valid_snapshot_with_extra_fields_is_accepted() -> None:
+    """Fields diff does not read (a newer writer's) are left alone; missing optionals are fine."""
+    snap = entry(origin=None, fingerprint=None, extra_field=[1, 2])
+    snap["new_top_level"] = {"x": 1}
+    assert parse_snapshot(raw(snap), "s.json", 1) == snap
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
+@pytest.mark.parametrize("kind", ["fifo", "directory", "missing"])
+def test_snapshot_operand_that_is_not_a_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str
+) -> None:
+    """A FIFO (read without blocking), a directory or a missing path is exit 2 naming it."""
+    path = tmp_path / "snap.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    assert main(["diff", str(path), str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"envscope: error: {path}: cannot read snapshot: ")
+
+
+def test_snapshot_path_with_nul_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """A snapshot path holding NUL (possible through main(argv)) is exit 2, not a traceback."""
+    assert main(["diff", "a\0b", "c"]) == 2
+    assert "holds a NUL character" in capsys.readouterr().err
