@@ -20,6 +20,7 @@ from envscope._aliases import SecretValues
 from envscope._binding import Binding, BuildMemo
 from envscope._declarations import Declaration, HomeDeclarations, Origin, OriginKind, norm
 from envscope._dotenv import read_dotenv
+from envscope._guard_rule import GuardRule
 from envscope._inputs import (
     DEFAULT_MAX_ENV_BYTES,
     WINDOWS,
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from typing import Literal
 
     from envscope._fs import FileSystem
-    from envscope._guard_rule import GuardRule
     from envscope._manifest_cache import ManifestCache
     from envscope.sources import SecretSource
 
@@ -678,8 +678,6 @@ class Host:
 
     def guard_rule(self) -> GuardRule:
         """What a spawn in this context may not carry: the runtime guard's rule (docs/guard.md)."""
-        from envscope._guard_rule import GuardRule
-
         binding = self._binding.get()
         target = self.launch_home if binding is None else binding.home
         routed = self.multiplex if binding is None else binding.routed

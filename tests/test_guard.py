@@ -267,3 +267,20 @@ def test_granted_values_pass(make_host: HostFactory) -> None:
         .offences(block, implicit=False)
     )
     assert repr(offence) == "Offence(GITHUB_PERSONAL_ACCESS_TOKEN (the value of GITHUB_TOKEN))"
+
+
+@pytest.mark.parametrize("mode", ["raise", "warn", "off"])
+def test_hook_called_directly(host: Host, caplog: pytest.LogCaptureFixture, mode: str) -> None:
+    """The hook's own decisions, called in-process (CPython does not trace audit hooks)."""
+    envscope.guard(host, mode=mode)  # type: ignore[arg-type]
+    caplog.set_level(logging.WARNING, logger="envscope.guard")
+    popen = ("x", ["x"], None, None)
+    clean = ("x", ["x"], None, host.build_subprocess_env())
+    _audit_hook("subprocess.Popen", clean)
+    if mode == "raise":
+        with pytest.raises(SpawnBlockedError, match=r"subprocess\.Popen blocked"):
+            _audit_hook("subprocess.Popen", popen)
+        return
+    for _ in range(2):
+        _audit_hook("subprocess.Popen", popen)
+    assert len(caplog.records) == (1 if mode == "warn" else 0)
