@@ -29,6 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from benchmarks.guard_cost import TARGET_NS as GUARD_TARGET_NS
+from benchmarks.guard_cost import measure as measure_guard
 from benchmarks.workloads import (
     SEED,
     Tree,
@@ -644,6 +646,22 @@ def import_figures(cfg: Config) -> list[Figure]:
     ]
 
 
+def guard_figure(cfg: Config) -> Figure:
+    """F9: the runtime guard's audit hook, ns added per ``open()`` event (benchmarks/guard_cost)."""
+    result = measure_guard(rounds=3 if cfg.quick else 7, calls=50_000 if cfg.quick else 200_000,
+                           batches=5)  # fmt: skip
+    added = float(result["added_ns"])  # type: ignore[arg-type]
+    return Figure(
+        "guard_open_ns",
+        "guard hook per open() event (added)",
+        round(added),
+        "ns",
+        f"<= {GUARD_TARGET_NS:.0f} ns",
+        added <= GUARD_TARGET_NS,
+        result,
+    )
+
+
 def memory_per_home(catalog: Catalog, workload: Workload, measured: list[str]) -> float:
     """Bytes one more cached home costs (its stamp, declarations and policy), tracemalloc."""
     host = workload.host(catalog)
@@ -831,6 +849,8 @@ def main(argv: list[str] | None = None) -> int:
         figures += thread_figures(cfg, catalog, w2)
         step("memory")
         figures += memory_figures(catalog, w1, w2)
+        step("runtime guard")
+        figures.append(guard_figure(cfg))
         step("removing the workloads")
     info["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     info["seconds"] = round(time.perf_counter() - step.started, 1)

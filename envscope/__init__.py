@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562): ``import envsc
 
     from envscope._binding import Binding
     from envscope._declarations import Origin, OriginKind, Problem, Tier
+    from envscope._guard import guard
     from envscope._harden import harden_process
     from envscope.catalog import Catalog
     from envscope.errors import (
@@ -34,6 +35,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562): ``import envsc
         NotConfiguredError,
         PassthroughRefusedError,
         RoutingError,
+        SpawnBlockedError,
     )
     from envscope.host import Host, home_identity
     from envscope.policy import SecretPolicy
@@ -69,6 +71,7 @@ __all__ = [
     "RoutingError",
     "SecretPolicy",
     "SecretSource",
+    "SpawnBlockedError",
     "Stage",
     "StaticSource",
     "Surface",
@@ -79,6 +82,7 @@ __all__ = [
     "build_subprocess_env",
     "configure",
     "default_host",
+    "guard",
     "harden_process",
     "home_identity",
 ]
@@ -93,6 +97,7 @@ _LAZY: dict[str, str] = {
     "Problem": "envscope._declarations",
     "Tier": "envscope._declarations",
     "harden_process": "envscope._harden",
+    "guard": "envscope._guard",
     "Catalog": "envscope.catalog",
     "Binding": "envscope._binding",
     "Host": "envscope.host",

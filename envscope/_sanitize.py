@@ -4,8 +4,8 @@ Merge the caller's explicit values, strip Tier 1 always and Tier 2 unless
 credentials are inherited (an MCP server's env block is the operator's
 grant), resolve passthrough names, unwrap force-prefixed extras (never to
 Tier 1), strip value aliases of secrets (``envscope._aliases``) and, for MCP
-children, exported shell functions; no force-prefixed key survives. Stages 1 to 3 and the block check are
-in ``envscope.stages``.
+children, exported shell functions; no force-prefixed key survives. Stages 1
+to 3 and the block check are in ``envscope.stages``.
 """
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ non-UTF JSON text are refused too. Pure: the caller reads the bytes.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
+from envscope._json import decode_json, shown_key
 from envscope.errors import SnapshotError
 
 __all__ = ["MAX_SNAPSHOT_BYTES", "parse_snapshot"]
@@ -20,30 +20,6 @@ __all__ = ["MAX_SNAPSHOT_BYTES", "parse_snapshot"]
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 _TEXT_FIELDS = ("action", "stage", "reason")
 _OPTIONAL_TEXT_FIELDS = ("origin", "fingerprint")
-_SHOWN_NAME = 60
-
-
-class _DuplicateKey(Exception):
-    """A JSON object repeats a key (carried out of the json parser, then re-raised typed)."""
-
-    def __init__(self, key: str) -> None:
-        super().__init__()
-        self.key = key
-
-
-def _shown(name: str) -> str:
-    """A key as it may appear in a message: printable, and short."""
-    text = name if name.isprintable() else ascii(name)[1:-1]
-    return text if len(text) <= _SHOWN_NAME else f"{text[: _SHOWN_NAME - 3]}..."
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(key)
-        out[key] = value
-    return out
 
 
 def _kind(value: object) -> str:
@@ -56,19 +32,10 @@ def _kind(value: object) -> str:
 def _decode(data: bytes, label: str) -> object:
     if len(data) > MAX_SNAPSHOT_BYTES:
         raise SnapshotError(label, f"larger than {MAX_SNAPSHOT_BYTES} bytes")
-    problem: str | None = None
-    try:
-        return json.loads(data, object_pairs_hook=_no_duplicates)
-    except _DuplicateKey as exc:
-        problem = f"the key {_shown(exc.key)} appears twice in one object"
-    except UnicodeError:  # json.loads detects UTF-8/16/32; anything else is refused
-        problem = "not JSON text (not UTF-8, UTF-16 or UTF-32)"
-    except ValueError as exc:  # json.JSONDecodeError names the line, never the text
-        line = getattr(exc, "lineno", None)
-        problem = "not JSON" + (f" (line {line})" if line else "")
-    except RecursionError:
-        problem = "not a JSON snapshot: nested too deeply"
-    raise SnapshotError(label, problem)
+    value, problem, line = decode_json(data)
+    if problem is not None:
+        raise SnapshotError(label, problem + (f" (line {line})" if line else ""))
+    return value
 
 
 def _field(mapping: Mapping[str, Any], name: str, label: str, where: str) -> Any:
@@ -78,7 +45,7 @@ def _field(mapping: Mapping[str, Any], name: str, label: str, where: str) -> Any
 
 
 def _check_key(name: str, info: object, label: str) -> None:
-    where = f"keys.{_shown(name)}"
+    where = f"keys.{shown_key(name)}"
     if not isinstance(info, dict):
         raise SnapshotError(label, f"must be an object, got {_kind(info)}", field=where)
     for field in _TEXT_FIELDS:

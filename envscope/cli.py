@@ -66,34 +66,44 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="envscope", description="Explain, compare and reproduce child environments."
     )
-    parser.add_argument(
-        "--config", help="host config file (default: $ENVSCOPE_CONFIG, ./envscope.yaml)"
-    )
+    config_help = "host config file (default: $ENVSCOPE_CONFIG, ./envscope.yaml)"
+    parser.add_argument("--config", help=config_help)
     sub = parser.add_subparsers(dest="command", required=True)
+    # --config also after the subcommand; given there, it wins (SUPPRESS: absent, no default)
+    with_config = argparse.ArgumentParser(add_help=False)
+    with_config.add_argument("--config", default=argparse.SUPPRESS, help=config_help)
 
     def build_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("--home", help="a home name from the config's homes, or a path")
         p.add_argument("--surface", choices=SURFACES, default="terminal")
 
-    explain = sub.add_parser("explain", help="every key a child gets or not, and why")
+    explain = sub.add_parser(
+        "explain", parents=[with_config], help="every key a child gets or not, and why"
+    )
     build_options(explain)
     explain.add_argument("--json", action="store_true", help="stable JSON (see docs/cli.md)")
     explain.add_argument("--show-values", action="store_true", help="print values (Tier 1 masked)")
     explain.add_argument("--strict", action="store_true", help="exit 1 on problems or warnings")
-    snapshot = sub.add_parser("snapshot", help="save the JSON an auditor diffs later")
+    snapshot = sub.add_parser(
+        "snapshot", parents=[with_config], help="save the JSON an auditor diffs later"
+    )
     build_options(snapshot)
     snapshot.add_argument("-o", "--output", required=True, help="file to write ('-' for stdout)")
-    diff = sub.add_parser("diff", help="compare two snapshots or live builds")
+    diff = sub.add_parser(
+        "diff", parents=[with_config], help="compare two snapshots or live builds"
+    )
     diff.add_argument("a", help="a snapshot file, '-' for stdin, or home:NAME[/surface]")
     diff.add_argument("b", help="a snapshot file, '-' for stdin, or home:NAME[/surface]")
     diff.add_argument("--json", action="store_true")
-    scan = sub.add_parser("scan", help="lint every plugin manifest")
+    scan = sub.add_parser("scan", parents=[with_config], help="lint every plugin manifest")
     scan.add_argument(
         "homes", nargs="*", help="home names or paths (default: every configured home)"
     )
     scan.add_argument("--plugin", help="lint one plugin directory alone (needs no config)")
     scan.add_argument("--json", action="store_true")
-    run = sub.add_parser("run", help="run a command with exactly the env a child would get")
+    run = sub.add_parser(
+        "run", parents=[with_config], help="run a command with exactly the env a child would get"
+    )
     build_options(run)
     run.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
     check = sub.add_parser("check-spawns", help="find spawn sites that bypass the factory")

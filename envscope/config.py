@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from envscope._declarations import Origin, OriginKind
 from envscope._trusted_file import check_trusted, read_file
-from envscope.errors import ConfigFileError
+from envscope.errors import ConfigFileError, ConfigurationError
 from envscope.surfaces import Inherit, Surface, SurfacePolicy
 
 if TYPE_CHECKING:
@@ -73,12 +73,25 @@ class HostConfig:
     known_safe: tuple[str, ...] = ()
 
     def resolve_home(self, name_or_path: str | None) -> str:
-        """A home named in ``homes``, else a path (relative to the working directory)."""
+        """A home named in ``homes`` (or ``launch``), else an existing directory.
+
+        Anything else is a ``ConfigurationError`` naming the configured homes
+        and the directory tried: never a routed build of a nonexistent path.
+        """
         if name_or_path is None:
             return self.launch_home
         if name_or_path in self.homes:
             return self.homes[name_or_path]
-        return os.path.abspath(name_or_path)
+        if name_or_path == "launch":  # the name home_name() reports for the launch home
+            return self.launch_home
+        path = os.path.abspath(name_or_path)
+        if not os.path.isdir(path):
+            names = ", ".join(["launch", *sorted(self.homes)])
+            raise ConfigurationError(
+                f"home {name_or_path!r} is neither a home of {self.path} ({names}) "
+                f"nor an existing directory ({path})"
+            )
+        return path
 
     def home_name(self, path: str) -> str:
         """The config's name for a home path, else the path itself."""

@@ -13,8 +13,9 @@ Every error envscope raises derives from one root, so a host can catch
     │   ├── ManifestError         an unreadable, unparsable or invalid plugin manifest
     │   ├── DotenvError           an unreadable or malformed dotenv file
     │   └── SnapshotError         an unreadable or malformed snapshot (``envscope diff``)
-    └── EnvValueError             a value that cannot go into a child env (names the key)
-        └── PassthroughRefusedError  a passthrough request for a declared secret
+    ├── EnvValueError             a value that cannot go into a child env (names the key)
+    │   └── PassthroughRefusedError  a passthrough request for a declared secret
+    └── SpawnBlockedError         the runtime guard stopped a spawn carrying host secrets
 
 No message ever holds a variable's *value*: only keys, paths, lines and fields.
 """
@@ -34,6 +35,7 @@ __all__ = [
     "PassthroughRefusedError",
     "RoutingError",
     "SnapshotError",
+    "SpawnBlockedError",
 ]
 
 
@@ -107,3 +109,21 @@ class EnvValueError(EnvscopeError):
 
 class PassthroughRefusedError(EnvValueError):
     """A passthrough request for a name a tier declares."""
+
+
+class SpawnBlockedError(EnvscopeError):
+    """The runtime guard (``envscope.guard``) stopped a spawn whose env carries host secrets.
+
+    ``site`` is the call site (``file:line in function``), ``event`` the
+    audit event, ``keys`` the offending keys (a key, or ``KEY (the value of
+    NAME)`` when it holds another declared name's value). Never a value.
+    """
+
+    def __init__(self, site: str, event: str, keys: list[str]) -> None:
+        self.site = site
+        self.event = event
+        self.keys = keys
+        super().__init__(
+            f"{site}: {event} blocked by envscope.guard: the child env carries host secrets "
+            f"under {', '.join(keys)}; build it with envscope (docs/guard.md)"
+        )

@@ -20,6 +20,7 @@ from envscope._aliases import SecretValues
 from envscope._binding import Binding, BuildMemo
 from envscope._declarations import Declaration, HomeDeclarations, Origin, OriginKind, norm
 from envscope._dotenv import read_dotenv
+from envscope._guard_rule import GuardRule
 from envscope._inputs import (
     DEFAULT_MAX_ENV_BYTES,
     WINDOWS,
@@ -166,6 +167,7 @@ class Host:
         self._residue_keep: frozenset[str] | None = None  # global names + managed keys
         self._applied: set[str] = set()
         self._supplied: set[str] = set()
+        self._granted: set[tuple[str, str]] = set()  # (upper key, value) granted: the guard
         self._census = AdapterCensus()
         self._policies: dict[str, tuple[HomeDeclarations, int, SecretPolicy]] = {}
         self._manifests: ManifestCache | None = None
@@ -195,6 +197,10 @@ class Host:
         return (
             self.catalog.is_injection_vector(upper_key) and upper_key not in self._allow_injection
         )
+
+    def environ_snapshot(self) -> dict[str, str]:
+        """A copy of the process env this host reads (``os.environ`` unless one was passed)."""
+        return snapshot_env(self._environ, "environ")
 
     def add_secret_source(self, source: SecretSource) -> None:
         """Register a secret source; ``load_launch_env`` and routed scopes consult it.
@@ -458,6 +464,11 @@ class Host:
         granted = frozenset(map(norm, name_list(grant, "grant")))
         if granted and surface is not Surface.MCP:
             raise ConfigurationError("grant: only the mcp surface takes a server's env block grant")
+        if granted:  # the runtime guard lets these values pass (docs/guard.md)
+            with self._lock:
+                self._granted.update(
+                    (norm(k), v) for k, v in coerce_extra(extra).items() if norm(k) in granted
+                )
         if base is None:
             snapshot = process = snapshot_env(self._environ, "environ")
         else:
@@ -664,6 +675,28 @@ class Host:
     def launch_residue(self) -> frozenset[str]:
         """Upper-cased residue names right now (recorded keys, launch .env keys, supplied names)."""
         return self._residue()[0]
+
+    def guard_rule(self) -> GuardRule:
+        """What a spawn in this context may not carry: the runtime guard's rule (docs/guard.md)."""
+        binding = self._binding.get()
+        target = self.launch_home if binding is None else binding.home
+        routed = self.multiplex if binding is None else binding.routed
+        policy = self._policy_of(target)
+        launch_policy = self._policy_of(self.launch_home) if routed else None
+        with self._lock:
+            granted = frozenset(self._granted)
+        return GuardRule(
+            policy,
+            None if launch_policy is policy else launch_policy,
+            host_values=(
+                snapshot_env(self._environ, "environ"),
+                self._launch_values,
+                self._managed_values or {},
+            ),
+            scope={} if binding is None else binding.scope,
+            own=_own_values(binding) if routed else {},
+            granted=granted,
+        )
 
     def explain(self, base: Mapping[str, str] | None = None, **kwargs: object) -> Trace:
         """Run a build with a fresh, fingerprinting trace and return the trace."""

@@ -87,6 +87,7 @@ class Reason(enum.Enum):
     INVALID_NAME = "invalid-name"
     INJECTION_VECTOR = "injection-vector"
     SERVER_GRANT = "server-grant"
+    MCP_SDK_DEFAULT = "mcp-sdk-default"
 
     @property
     def sentence(self) -> str:
@@ -128,6 +129,7 @@ _SENTENCES: dict[Reason, str] = {
     Reason.INJECTION_VECTOR: "changes how a child's loader, shell or interpreter starts; "
     "only the launch env or the host may set it",
     Reason.SERVER_GRANT: "granted by the server's env block",
+    Reason.MCP_SDK_DEFAULT: "added by the MCP SDK from os.environ (sdk_defaults='allow')",
 }
 
 # How Trace.summary() groups the reasons a key was removed.

@@ -18,8 +18,9 @@ PUBLIC = [
     "Decision", "DotenvError", "EnvValueError", "EnvscopeError", "FileError", "Host",
     "ManifestError", "NotConfiguredError", "Origin", "OriginKind", "PassthroughRefusedError",
     "Problem", "Reason", "RoutingError", "SecretPolicy", "SecretSource", "Stage",
+    "SpawnBlockedError",
     "StaticSource", "Surface", "Tier", "Trace", "__version__", "build_subprocess_env",
-    "configure", "default_host", "harden_process", "home_identity",
+    "configure", "default_host", "guard", "harden_process", "home_identity",
 ]  # fmt: skip
 
 
@@ -93,7 +94,7 @@ def test_unknown_attribute_is_an_attribute_error() -> None:
 def test_errors_share_one_root() -> None:
     """Every exported error class derives from EnvscopeError."""
     errors = [getattr(envscope, n) for n in envscope.__all__ if n.endswith("Error")]
-    assert len(errors) == 11
+    assert len(errors) == 12
     assert all(issubclass(e, envscope.EnvscopeError) for e in errors)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -64,15 +65,27 @@ def test_run_child_starts_with_default_dispositions(name: str) -> None:
     assert int(getattr(signal, name)) not in ignored_signals(out.stdout)
 
 
+def _default_dispositions() -> None:
+    """Start a child with every signal at its default (a background job inherits ignores)."""
+    for sig in signal.Signals:
+        with contextlib.suppress(OSError, ValueError):
+            signal.signal(sig, signal.SIG_DFL)
+
+
 def test_restored_signals_cover_what_python_ignores() -> None:
-    """Every signal this interpreter ignores at start-up is in the restored list."""
+    """Every signal this interpreter itself ignores at start-up is in the restored list."""
     probe = (
         "import signal\n"
         "print(' '.join(s.name for s in signal.Signals"
         " if signal.getsignal(s) is signal.SIG_IGN))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=BASE_ENV
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=BASE_ENV,
+        preexec_fn=_default_dispositions,  # inherited ignores (nohup, `cmd &`) are not Python's
     )
     assert set(out.stdout.split()) <= set(_RESTORED_SIGNALS)
 

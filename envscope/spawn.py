@@ -1,0 +1,151 @@
+"""Spawn helpers: ``subprocess`` and ``asyncio`` with the env built by envscope.
+
+Each helper builds the child env in the caller's context (the home bound
+with ``host.routed(...)`` in this thread or task, else the launch home) and
+hands it to the standard call. An ``env=`` keyword is refused: the env is
+envscope's to build; pass ``extra=`` (explicit values) or ``passthrough=``.
+
+Executor threads do not inherit context variables, so a routed binding is
+lost in ``loop.run_in_executor(...)`` or ``executor.submit(...)``.
+``in_context(fn)`` captures the caller's context and runs ``fn`` in it;
+``run_in_executor`` and ``submit`` use it. (``asyncio.to_thread`` already
+copies the context.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from envscope.errors import ConfigurationError
+from envscope.surfaces import Surface
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor, Future
+
+    from envscope.host import Host
+
+    StrOrBytesPath = Any  # what subprocess accepts as a program or an argument
+
+__all__ = [
+    "create_subprocess_exec",
+    "create_subprocess_shell",
+    "in_context",
+    "popen",
+    "run",
+    "run_in_executor",
+    "submit",
+]
+
+T = TypeVar("T")
+
+
+def _env(
+    host: Host,
+    surface: Surface | str,
+    extra: Mapping[str, object] | None,
+    passthrough: Sequence[str],
+    inherit_credentials: bool,
+    kwargs: Mapping[str, object],
+    call: str,
+) -> dict[str, str]:
+    """The child env for one spawn; an ``env=`` keyword is a ``ConfigurationError``."""
+    if "env" in kwargs:
+        raise ConfigurationError(
+            f"envscope.spawn.{call}: env= is refused, the child env is built by envscope; "
+            "pass extra= for explicit values or passthrough= for names"
+        )
+    return host.build_subprocess_env(
+        surface=surface,
+        extra=extra,
+        passthrough=passthrough,
+        inherit_credentials=inherit_credentials,
+    )
+
+
+def run(
+    host: Host,
+    args: StrOrBytesPath | Sequence[StrOrBytesPath],
+    *,
+    surface: Surface | str,
+    extra: Mapping[str, object] | None = None,
+    passthrough: Sequence[str] = (),
+    inherit_credentials: bool = False,
+    **subprocess_kwargs: Any,
+) -> subprocess.CompletedProcess[Any]:
+    """``subprocess.run(args, env=<built>, **subprocess_kwargs)``."""
+    env = _env(host, surface, extra, passthrough, inherit_credentials, subprocess_kwargs, "run")
+    return subprocess.run(args, env=env, **subprocess_kwargs)
+
+
+def popen(
+    host: Host,
+    args: StrOrBytesPath | Sequence[StrOrBytesPath],
+    *,
+    surface: Surface | str,
+    extra: Mapping[str, object] | None = None,
+    passthrough: Sequence[str] = (),
+    inherit_credentials: bool = False,
+    **subprocess_kwargs: Any,
+) -> subprocess.Popen[Any]:
+    """``subprocess.Popen(args, env=<built>, **subprocess_kwargs)``."""
+    env = _env(host, surface, extra, passthrough, inherit_credentials, subprocess_kwargs, "popen")
+    return subprocess.Popen(args, env=env, **subprocess_kwargs)
+
+
+async def create_subprocess_exec(
+    host: Host,
+    program: StrOrBytesPath,
+    *args: StrOrBytesPath,
+    surface: Surface | str,
+    extra: Mapping[str, object] | None = None,
+    passthrough: Sequence[str] = (),
+    inherit_credentials: bool = False,
+    **kwargs: Any,
+) -> asyncio.subprocess.Process:
+    """``asyncio.create_subprocess_exec(program, *args, env=<built>, **kwargs)``."""
+    env = _env(host, surface, extra, passthrough, inherit_credentials, kwargs, "exec")
+    return await asyncio.create_subprocess_exec(program, *args, env=env, **kwargs)
+
+
+async def create_subprocess_shell(
+    host: Host,
+    cmd: str | bytes,
+    *,
+    surface: Surface | str,
+    extra: Mapping[str, object] | None = None,
+    passthrough: Sequence[str] = (),
+    inherit_credentials: bool = False,
+    **kwargs: Any,
+) -> asyncio.subprocess.Process:
+    """``asyncio.create_subprocess_shell(cmd, env=<built>, **kwargs)``."""
+    env = _env(host, surface, extra, passthrough, inherit_credentials, kwargs, "shell")
+    return await asyncio.create_subprocess_shell(cmd, env=env, **kwargs)
+
+
+def in_context(fn: Callable[..., T]) -> Callable[..., T]:
+    """``fn`` bound to a copy of the caller's context (its routed binding included).
+
+    Each call runs in a fresh copy of the captured context, so one wrapper
+    can run in several threads at once.
+    """
+    captured = contextvars.copy_context()
+
+    def call(*args: Any, **kwargs: Any) -> T:
+        return captured.copy().run(fn, *args, **kwargs)
+
+    return call
+
+
+async def run_in_executor(executor: Executor | None, fn: Callable[..., T], *args: Any) -> T:
+    """``loop.run_in_executor(executor, fn, *args)`` with the caller's context (binding) kept."""
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(executor, in_context(fn), *args)
+
+
+def submit(executor: Executor, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+    """``executor.submit(fn, *args, **kwargs)`` with the caller's context (binding) kept."""
+    return executor.submit(in_context(fn), *args, **kwargs)
