@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562): ``import envsc
         NotConfiguredError,
         PassthroughRefusedError,
         RoutingError,
+        SnapshotError,
         SpawnBlockedError,
     )
     from envscope.host import Host, home_identity
@@ -71,6 +72,7 @@ __all__ = [
     "RoutingError",
     "SecretPolicy",
     "SecretSource",
+    "SnapshotError",
     "SpawnBlockedError",
     "Stage",
     "StaticSource",

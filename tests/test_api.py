@@ -18,6 +18,7 @@ PUBLIC = [
     "Decision", "DotenvError", "EnvValueError", "EnvscopeError", "FileError", "Host",
     "ManifestError", "NotConfiguredError", "Origin", "OriginKind", "PassthroughRefusedError",
     "Problem", "Reason", "RoutingError", "SecretPolicy", "SecretSource", "Stage",
+    "SnapshotError",
     "SpawnBlockedError",
     "StaticSource", "Surface", "Tier", "Trace", "__version__", "build_subprocess_env",
     "configure", "default_host", "guard", "harden_process", "home_identity",
