@@ -110,11 +110,21 @@ class Allowlist(_Record):
         return upper_key in self.names or upper_key.startswith(self.prefixes)
 
 
-def mcp_allowlist(*, windows: bool, supplied: frozenset[str] = frozenset()) -> Allowlist:
-    """The MCP safe base for a platform plus the (upper-cased) secret-source-supplied names."""
+def mcp_allowlist(
+    *,
+    windows: bool,
+    supplied: frozenset[str] = frozenset(),
+    network_trust: frozenset[str] = frozenset(),
+) -> Allowlist:
+    """The MCP safe base for a platform plus the (upper-cased) secret-source-supplied names.
+
+    ``network_trust`` (the catalog's proxy and CA family, unless the host
+    turned it off) is forwarded too: a corporate proxy or CA bundle is what
+    lets an ``npx``-launched server reach the network at all.
+    """
     if windows:
-        return Allowlist(MCP_SAFE_NAMES_WINDOWS | supplied)
-    return Allowlist(MCP_SAFE_NAMES_POSIX | supplied, MCP_SAFE_PREFIXES_POSIX)
+        return Allowlist(MCP_SAFE_NAMES_WINDOWS | supplied | network_trust)
+    return Allowlist(MCP_SAFE_NAMES_POSIX | supplied | network_trust, MCP_SAFE_PREFIXES_POSIX)
 
 
 class Inherit(enum.Enum):
