@@ -216,6 +216,16 @@ def _merge(out: Entries, options: SanitizeOptions, trace: Trace | None) -> None:
             origin = Origin(OriginKind.SURFACE, "home")
             trace.record(key, Action.ADDED, Stage.EXTRA, Reason.HOME_VAR, origin, value=value)
 
+    if base_filter is not None:  # a platform default the policy's inherit would lose
+        defaults = {
+            k: v for k, v in base_filter.defaults().items() if not spellings(out, k.upper(), fold)
+        }
+        if trace is not None:
+            for key, value in defaults.items():
+                note = "the Windows default (inherit none or core; Codex does the same)"
+                reason = Reason.SURFACE_SET
+                trace.record(key, Action.ADDED, Stage.EXTRA, reason, set_origin, note, value=value)
+        put_layer(out, defaults, fold)
     put_layer(out, options.surface_set, fold, record_set)
     unforced = {k: v for k, v in _extra(options, trace).items() if not _is_forced(k.upper())}
     put_layer(out, unforced, fold, record_extra)  # forced keys are unwrapped at (f)

@@ -13,6 +13,7 @@ known_safe: [DEPLOY_WEBHOOK_SECRET]  # names kept knowingly: no name-shape warni
 mcp_network_trust: true          # proxies and CA bundles reach MCP children (false: not)
 surfaces:
   script: {inherit: core, include: ["CI_*"], exclude: ["*_DEBUG"], set: {PAGER: cat}}
+  terminal: {default_excludes: true}  # Codex's *KEY* *SECRET* *TOKEN* excludes
 ```
 
 Found via ``--config``, then ``$ENVSCOPE_CONFIG``, then ``./envscope.yaml``.
@@ -167,6 +168,7 @@ def _model() -> type[pydantic.BaseModel]:
         include: list[str] = Field(default_factory=list)
         exclude: list[str] = Field(default_factory=list)
         set: dict[str, str] = Field(default_factory=dict)
+        default_excludes: bool = False
 
     class ConfigDoc(_Strict):
         launch_home: str
@@ -225,6 +227,7 @@ def load_config(path: str, *, trusted: bool = True) -> HostConfig:
             exclude=tuple(doc_s.exclude),
             set_env=MappingProxyType(dict(doc_s.set)),
             origin=Origin(OriginKind.SURFACE, f"surfaces.{name}", path=path),
+            default_excludes=doc_s.default_excludes,
         )
         for name, doc_s in parsed.surfaces.items()
     }
