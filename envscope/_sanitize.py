@@ -46,8 +46,8 @@ class SanitizeOptions:
     another object: a name it declares is as declared as the target's, for
     everything but the routed profile's own values (``own``: upper-cased
     name → value). ``launch_env`` is the parent env before stage 1 (what the
-    process holds), for telling a caller's genuine ``extra`` from a repeated
-    launch value. ``secrets`` turns the value-alias rule on. ``fold`` says
+    process holds, every spelling), for telling a caller's genuine ``extra``
+    from a repeated launch value. ``secrets`` turns the value-alias rule on. ``fold`` says
     whether names fold (Windows: the entries are indexed upper-cased and the
     output holds one spelling per name) or not (POSIX: indexed as spelled).
     """
@@ -296,7 +296,8 @@ def _resolve_passthrough(
         if source is None:
             continue
         given = extra.get(up)
-        launch = [options.launch_env[i][1] for i in spellings(options.launch_env, up, fold)]
+        # any spelling the process holds counts: a repeat of a launch value never wins
+        launch = [v for k, v in options.launch_env.values() if k.upper() == up]
         if given is not None and given not in launch:
             continue  # the caller's own value wins
         found = [source[i] for i in spellings(source, up, fold)]

@@ -609,7 +609,10 @@ class Host:
             refuse=self.refuses_injection,
             launch_policy=None if launch_policy is policy else launch_policy,
             own=_own_values(binding) if routed else {},
-            launch_env=parent,
+            # every spelling, even where names fold (passthrough compares against each)
+            launch_env=parent
+            if not fold or not passthrough
+            else stages.to_entries(snapshot, fold=False),
             secrets=SecretValues() if self._strip_value_aliases else None,
             extra_is_grant=surface is Surface.MCP,
             grant=granted,
