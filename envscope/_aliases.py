@@ -97,8 +97,9 @@ def strip_aliases(
     ``declare`` says whether an upper-cased name is declared: a value the
     child holds under a declared name it kept is its own to have. ``own``
     is the routed profile's own values (upper-cased name → value): such a
-    key is compared with the scope's secrets only. ``exempt`` names are
-    never stripped here. ``granted`` names (an MCP server's env block) are
+    key is compared with the scope's secrets only. ``exempt`` names
+    (upper-cased) are never stripped here. ``granted`` indexes of ``out``
+    (an MCP server's env block) are
     kept by the operator's word, not by a rule: they never make a value the
     child's own, and a refusal says how to grant it.
     """
@@ -107,10 +108,13 @@ def strip_aliases(
     host, scope = secrets.host, secrets.scope
     held = {
         value
-        for up, (_, value) in out.items()
-        if (value in host or value in scope) and up not in granted and declare(up) is not None
+        for idx, (key, value) in out.items()
+        if (value in host or value in scope)
+        and idx not in granted
+        and declare(key.upper()) is not None
     }
-    for up, (key, value) in list(out.items()):
+    for idx, (key, value) in list(out.items()):
+        up = key.upper()
         if up in exempt or value in held:
             continue
         decl = scope.get(value)
@@ -120,10 +124,10 @@ def strip_aliases(
             continue
         if trace is not None:
             note = f"same value as {decl.name}"
-            if up in granted:
+            if idx in granted:
                 note = f"the value is the host's {decl.name}; grant it to pass"
             reason = Reason.ALIAS_OF
             trace.record(
                 key, Action.STRIPPED, Stage.SANITIZE, reason, decl.origin, note, value=value
             )
-        del out[up]
+        del out[idx]

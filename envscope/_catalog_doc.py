@@ -2,7 +2,8 @@
 
 The page lists, by category, every name the default catalog declares, its
 tier, what it is and where that is documented, then the injection vectors,
-the platform prefixes of the gate rule and the global names. A test fails
+the platform prefixes of the gate rule, the global names and the
+network-trust family. A test fails
 when the page in docs/ differs from what this module renders, so the page is
 regenerated, never edited::
 
@@ -101,6 +102,16 @@ def render(catalog: Catalog, *, source: str = DEFAULT_CATALOG_NAME) -> str:
         "Never launch residue: a routed child keeps the process's value.",
         "",
         ", ".join(f"`{n}`" for n in sorted(catalog.global_names)),
+        "",
+        "## Network trust",
+        "",
+        "Proxies and certificate authorities: how a child reaches the network and whom it",
+        "trusts. Never launch residue, and forwarded to MCP children unless the host turns",
+        "that off (`Host(mcp_network_trust=False)`, `mcp_network_trust: false` in",
+        "envscope.yaml). Matched in any case; on POSIX `http_proxy` and `HTTP_PROXY` are",
+        "two variables and both reach the child.",
+        "",
+        ", ".join(f"`{n}`" for n in sorted(catalog.network_trust)),
         "",
     ]
     return "\n".join(lines)

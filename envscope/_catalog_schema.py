@@ -113,6 +113,7 @@ def catalog_model() -> type[pydantic.BaseModel]:
         patterns: list[Pattern] = Field(default_factory=list)
         platform_prefixes: list[str] = Field(default_factory=list)
         global_names: list[str] = Field(default_factory=list)
+        network_trust: list[str] = Field(default_factory=list)
         injection_vectors: list[str] = Field(default_factory=list)
 
         @field_validator("injection_vectors")
@@ -123,7 +124,7 @@ def catalog_model() -> type[pydantic.BaseModel]:
                     raise ValueError(f"item {i} is not a name or a PREFIX_* glob")
             return value
 
-        @field_validator("tier1", "tier2", "gateway_overrides", "global_names")
+        @field_validator("tier1", "tier2", "gateway_overrides", "global_names", "network_trust")
         @classmethod
         def _names_are_env_names(cls, value: list[str]) -> list[str]:
             return _names(value)
@@ -180,6 +181,7 @@ def build_catalog(doc: Any, source: str) -> Catalog:
         patterns=strict_first(tuple(patterns)),
         platform_prefixes=frozenset(norm(p) for p in doc.platform_prefixes),
         global_names=frozenset(norm(n) for n in doc.global_names),
+        network_trust=frozenset(norm(n) for n in doc.network_trust),
         source=source,
         injection_names=frozenset(norm(n) for n in vectors if not n.endswith("*")),
         injection_prefixes=tuple(norm(n[:-1]) for n in vectors if n.endswith("*")),

@@ -30,6 +30,18 @@ per value), so interpolation is linear in the file and its output.
 Line numbers count ``\\r\\n``, ``\\n`` and a lone ``\\r`` as line ends, as
 python-dotenv does, and point at the line where the offending binding starts
 (not at blank lines before it).
+
+Fidelity to python-dotenv's ``dotenv_values``/``load_dotenv`` on a file
+(pinned by a differential property against python-dotenv itself):
+
+- it reads a file in text mode, so every ``\\r\\n`` and lone ``\\r`` is a
+  ``\\n`` before parsing, inside quoted values too; ``read_dotenv`` does the
+  same (``parse_dotenv(..., universal_newlines=True)``). Text given to
+  ``parse_dotenv`` directly is parsed as python-dotenv parses a stream: as is.
+- a key written without ``=`` (``FOO``) has no value: it is not in the
+  result, it removes an earlier ``FOO=x`` of the same file from the result,
+  and ``${FOO}`` after it resolves to ``""`` (its ``:-default`` ignored)
+  unless the outside environment wins the lookup (no override).
 """
 
 from __future__ import annotations
@@ -95,15 +107,19 @@ def _binding_line(original_line: int, original: str) -> int:
     return original_line + _count_line_ends(lead)
 
 
-def _interpolate(value: str, *envs: Mapping[str, str], limit: int | None = None) -> str | None:
+def _interpolate(
+    value: str, *envs: Mapping[str, str | None], limit: int | None = None
+) -> str | None:
     """Resolve ``${NAME}`` and ``${NAME:-default}`` like python-dotenv, in linear time.
 
     python-dotenv's regex: ``\\$\\{([^}:]*)(?::-([^}]*))?\\}``, matched left to right,
     non-overlapping. A name runs to the first ``}`` or ``:``; after ``:-`` a
     default runs to the next ``}``. Anything else is literal. The next ``}``
     and ``:`` are found once per position and reused, so the scan is linear.
-    A name resolves from the first of ``envs`` that holds it. Returns None
-    when the result would be longer than ``limit`` characters.
+    A name resolves from the first of ``envs`` that holds it; one held with
+    the value None (a key written without ``=``) resolves to ``""``, its
+    default ignored, as in python-dotenv. Returns None when the result would
+    be longer than ``limit`` characters.
     """
     out: list[str] = []
     size = 0
@@ -127,8 +143,8 @@ def _interpolate(value: str, *envs: Mapping[str, str], limit: int | None = None)
         if name is None:
             start = value.find("${", start + 1)
             continue
-        found = next((env[name] for env in envs if name in env), None)
-        resolved = found if found is not None else (default or "")
+        held = next(((env[name],) for env in envs if name in env), None)
+        resolved = (default or "") if held is None else (held[0] or "")
         size += (start - cursor) + len(resolved)
         if limit is not None and size > limit:
             return None
@@ -160,29 +176,37 @@ def parse_dotenv(
     environ: Mapping[str, str] | None = None,
     override: bool = False,
     interpolate: bool = True,
+    universal_newlines: bool = False,
 ) -> dict[str, str]:
     """Parse dotenv text into a new dict; ``${VAR}`` resolves against the file and ``environ``.
 
     With ``override`` False (a launch load), a value already in ``environ``
     wins over the file's own for interpolation, as python-dotenv does;
-    with ``override`` True the file's values win. Keys without ``=`` are
-    skipped. A malformed line is a ``DotenvError`` naming the file and line.
+    with ``override`` True the file's values win. A key without ``=`` has no
+    value (see the module docstring). ``universal_newlines`` turns every
+    ``\\r\\n`` and lone ``\\r`` into ``\\n`` first, as reading a file in text
+    mode does. A malformed line is a ``DotenvError`` naming the file and line.
     """
     from dotenv.parser import parse_stream
 
+    if universal_newlines and "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     if _line_count(text) > MAX_DOTENV_LINES:
         raise DotenvError(path, f"more than {MAX_DOTENV_LINES} lines")
     _check_blank_runs(text, path)
     outside: Mapping[str, str] = environ if environ is not None else {}
-    values: dict[str, str] = {}
+    values: dict[str, str | None] = {}  # None: a key written without "="
     budget = MAX_EXPANDED_CHARS
     for binding in parse_stream(io.StringIO(text)):
         line = _binding_line(binding.original.line, binding.original.string)
         if binding.error:
             raise DotenvError(path, "malformed line (python-dotenv could not parse it)", line=line)
-        if binding.key is None or binding.value is None:
+        if binding.key is None:
             continue
         _check_name(binding.key, path, line)
+        if binding.value is None:
+            values[binding.key] = None  # no value: python-dotenv loads none
+            continue
         value = binding.value
         if interpolate and "$" in value:
             envs = (values, outside) if override else (outside, values)
@@ -196,7 +220,7 @@ def parse_dotenv(
         if "\x00" in value:
             raise DotenvError(path, f"value of {binding.key!r} holds a NUL byte", line=line)
         values[binding.key] = value
-    return values
+    return {key: value for key, value in values.items() if value is not None}
 
 
 def read_dotenv(
@@ -235,5 +259,10 @@ def read_dotenv(
     if failure is not None:
         raise failure
     return parse_dotenv(
-        text, path=path, environ=environ, override=override, interpolate=interpolate
+        text,
+        path=path,
+        environ=environ,
+        override=override,
+        interpolate=interpolate,
+        universal_newlines=True,  # python-dotenv reads files in text mode
     )

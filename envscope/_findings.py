@@ -162,6 +162,8 @@ _NAME_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_KEY", "_PASSWORD", "_PASS",
 _NAME_WORDS = ("SECRET", "PASSWORD")
 # scheme://user:password@ -- each part excludes the separator that ends it: linear.
 _URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/@\s:]*:[^/@\s]+@")
+# A proxy setting may leave the scheme out (curl, requests and npm read "user:pw@proxy:3128").
+_BARE_PROXY_PASSWORD = re.compile(r"[^/@\s:]*:[^/@\s]+@")
 NAME_KINDS: tuple[str, ...] = ("credential-suffix", "credential-word", "url-with-password")
 
 
@@ -192,6 +194,8 @@ def name_kind(key: str, value: str) -> str | None:
         return "credential-word"
     if "://" in value and _URL_PASSWORD.match(value.strip()):
         return "url-with-password"
+    if up.endswith("PROXY") and "@" in value and _BARE_PROXY_PASSWORD.match(value.strip()):
+        return "url-with-password"  # a scheme-less proxy URL: user:password@host
     return None
 
 

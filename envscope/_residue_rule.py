@@ -2,7 +2,9 @@
 
 Whether stage 1 drops a name depends only on the name and on the rule's
 inputs (the residue, the keep-set and the policies), never on the value, so
-a rule memoises its verdict per upper-cased name. A ``Binding`` keeps one
+a rule memoises its verdict per name as the build indexes it (upper-cased
+where names fold, as spelled on POSIX; the verdict itself is decided on the
+upper-cased name, so every spelling gets the same one). A ``Binding`` keeps one
 rule for as long as its policies stay the same objects (a manifest edit or an
 adapter change makes a new policy, hence a new rule): a warm routed build
 then decides each of its keys with one dict lookup.
@@ -34,7 +36,7 @@ def same_objects(old: Sequence[object], new: Sequence[object]) -> bool:
 
 
 class ResidueRule:
-    """Stage 1's verdict per upper-cased name for one residue, keep-set and policy list."""
+    """Stage 1's verdict per name for one residue, keep-set and policy list."""
 
     __slots__ = ("keep", "memo", "policies", "residue", "residue_origins")
 
@@ -51,14 +53,14 @@ class ResidueRule:
         self.residue_origins = residue_origins
         self.memo: dict[str, Verdict | None] = {}
 
-    def verdict(self, up: str) -> Verdict | None:
-        """Why stage 1 drops this upper-cased name, or None when it keeps it."""
+    def verdict(self, name: str) -> Verdict | None:
+        """Why stage 1 drops this name (any case), or None when it keeps it."""
         memo = self.memo
-        if up in memo:
-            return memo[up]
-        found = self._decide(up)
+        if name in memo:
+            return memo[name]
+        found = self._decide(name.upper())
         if len(memo) < MAX_MEMO:
-            memo[up] = found
+            memo[name] = found
         return found
 
     def _decide(self, up: str) -> Verdict | None:

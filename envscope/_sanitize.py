@@ -21,6 +21,10 @@ from envscope.stages import (
     _is_forced,
     _refused,
     from_entries,
+    index,
+    put_layer,
+    remove_spellings,
+    spellings,
 )
 from envscope.trace import Action, Reason, Stage
 
@@ -43,8 +47,10 @@ class SanitizeOptions:
     another object: a name it declares is as declared as the target's, for
     everything but the routed profile's own values (``own``: upper-cased
     name → value). ``launch_env`` is the parent env before stage 1 (what the
-    process holds), for telling a caller's genuine ``extra`` from a repeated
-    launch value. ``secrets`` turns the value-alias rule on.
+    process holds, every spelling), for telling a caller's genuine ``extra``
+    from a repeated launch value. ``secrets`` turns the value-alias rule on. ``fold`` says
+    whether names fold (Windows: the entries are indexed upper-cased and the
+    output holds one spelling per name) or not (POSIX: indexed as spelled).
     """
 
     extra: Mapping[str, str] = field(default_factory=dict)
@@ -64,6 +70,7 @@ class SanitizeOptions:
     extra_is_grant: bool = False
     grant: frozenset[str] = frozenset()  # upper-cased block keys whose host-secret value passes
     ungrantable: frozenset[str] = frozenset()  # a secret source's own credentials: never granted
+    fold: bool = True
 
     def __repr__(self) -> str:
         return "SanitizeOptions(...)"  # holds values: never shown
@@ -131,28 +138,30 @@ def sanitize(
             trace=trace,
         )
     if options.drop_shell_functions:
-        functions = [up for up, (_, value) in out.items() if value.startswith("()")]
+        functions = [idx for idx, (_, value) in out.items() if value.startswith("()")]
         _drop(out, functions, Reason.SHELL_FUNCTION, trace)
-    _drop(out, [u for u in out if _is_forced(u)], Reason.FORCE_PREFIX_IN_BASE, trace)
+    forced_keys = [idx for idx, (key, _) in out.items() if _is_forced(key.upper())]
+    _drop(out, forced_keys, Reason.FORCE_PREFIX_IN_BASE, trace)
     return from_entries(out)
 
 
 def _granted(out: Entries, options: SanitizeOptions) -> frozenset[str]:
-    """Upper-cased keys of ``out`` that hold the server's env block value as configured."""
+    """Indexes of ``out`` that hold the server's env block value as configured."""
     if not options.extra_is_grant:
         return frozenset()
-    block = {k.upper(): v for k, v in options.extra.items()}
+    fold = options.fold
+    block = {index(k, fold): v for k, v in options.extra.items()}
     return frozenset(
-        up
-        for up, (_, value) in out.items()
-        if block.get(up) == value and up not in options.ungrantable
+        idx
+        for idx, (key, value) in out.items()
+        if block.get(idx) == value and key.upper() not in options.ungrantable
     )
 
 
-def _drop(out: Entries, ups: Iterable[str], reason: Reason, trace: Trace | None) -> None:
-    """Remove these upper-cased names from ``out``, each recorded."""
-    for up in ups:
-        key, value = out.pop(up)
+def _drop(out: Entries, indexes: Iterable[str], reason: Reason, trace: Trace | None) -> None:
+    """Remove these indexes from ``out``, each recorded."""
+    for idx in indexes:
+        key, value = out.pop(idx)
         if trace is not None:
             trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
 
@@ -160,7 +169,8 @@ def _drop(out: Entries, ups: Iterable[str], reason: Reason, trace: Trace | None)
 def _filter_base(entries: Entries, base_filter: BaseFilter | None, trace: Trace | None) -> Entries:
     """Stage 4 (a) and (b): the surface filter, and force-prefixed keys of the base dropped."""
     out: Entries = {}
-    for up, item in entries.items():
+    for idx, item in entries.items():
+        up = item[0].upper()
         if base_filter is not None:
             rejected = base_filter.reject(up)
             if rejected is not None:
@@ -180,33 +190,48 @@ def _filter_base(entries: Entries, base_filter: BaseFilter | None, trace: Trace 
                 reason = Reason.FORCE_PREFIX_IN_BASE
                 trace.record(item[0], Action.STRIPPED, Stage.SANITIZE, reason, value=item[1])
             continue
-        out[up] = item
+        out[idx] = item
     return out
 
 
 def _merge(out: Entries, options: SanitizeOptions, trace: Trace | None) -> None:
-    """Stage 4 (c): a surface policy's ``set``, the caller's (unforced) ``extra``, ``pinned``."""
+    """Stage 4 (c): a surface policy's ``set``, the caller's (unforced) ``extra``, ``pinned``.
+
+    Each layer replaces every spelling of the names it sets.
+    """
     base_filter = options.base_filter
     set_origin = None if base_filter is None else base_filter.origin
-    for key, value in options.surface_set.items():
-        if trace is not None:
-            action = Action.OVERRIDDEN if key.upper() in out else Action.ADDED
-            reason = Reason.SURFACE_SET
-            trace.record(key, action, Stage.EXTRA, reason, set_origin, value=value)
-        out[key.upper()] = (key, value)
-    for key, value in _extra(options, trace).items():
-        up = key.upper()
-        if _is_forced(up):
-            continue  # unwrapped at (f)
-        if trace is not None:
-            action = Action.OVERRIDDEN if up in out else Action.ADDED
+    fold = options.fold
+    record_set = record_extra = record_pinned = None
+    if trace is not None:
+
+        def record_set(key: str, value: str, replaced: bool) -> None:
+            action = Action.OVERRIDDEN if replaced else Action.ADDED
+            trace.record(key, action, Stage.EXTRA, Reason.SURFACE_SET, set_origin, value=value)
+
+        def record_extra(key: str, value: str, replaced: bool) -> None:
+            action = Action.OVERRIDDEN if replaced else Action.ADDED
             trace.record(key, action, Stage.EXTRA, Reason.CALLER_EXTRA, _CALLER, value=value)
-        out[up] = (key, value)
-    for key, value in options.pinned.items():
-        if trace is not None:
+
+        def record_pinned(key: str, value: str, replaced: bool) -> None:
+            del replaced
             origin = Origin(OriginKind.SURFACE, "home")
             trace.record(key, Action.ADDED, Stage.EXTRA, Reason.HOME_VAR, origin, value=value)
-        out[key.upper()] = (key, value)
+
+    if base_filter is not None:  # a platform default the policy's inherit would lose
+        defaults = {
+            k: v for k, v in base_filter.defaults().items() if not spellings(out, k.upper(), fold)
+        }
+        if trace is not None:
+            for key, value in defaults.items():
+                note = "the Windows default (inherit none or core; Codex does the same)"
+                reason = Reason.SURFACE_SET
+                trace.record(key, Action.ADDED, Stage.EXTRA, reason, set_origin, note, value=value)
+        put_layer(out, defaults, fold)
+    put_layer(out, options.surface_set, fold, record_set)
+    unforced = {k: v for k, v in _extra(options, trace).items() if not _is_forced(k.upper())}
+    put_layer(out, unforced, fold, record_extra)  # forced keys are unwrapped at (f)
+    put_layer(out, options.pinned, fold, record_pinned)
 
 
 def _extra(options: SanitizeOptions, trace: Trace | None) -> Mapping[str, str]:
@@ -222,11 +247,11 @@ def _strip_tiers(
     """Stage 4 (d): Tier 1 always, Tier 2 unless credentials are inherited."""
     inherit = options.inherit_credentials
     granted = _granted(out, options)
-    for up, (key, value) in list(out.items()):
-        decl = options.declaration(policy, up, value)
+    for idx, (key, value) in list(out.items()):
+        decl = options.declaration(policy, key.upper(), value)
         if decl is None:
             continue
-        if up in granted:
+        if idx in granted:
             if trace is not None:
                 reason = Reason.SERVER_GRANT
                 trace.record(key, Action.KEPT, Stage.SANITIZE, reason, _CALLER, value=value)
@@ -236,7 +261,7 @@ def _strip_tiers(
                 reason = Reason.TIER2_INHERITED
                 trace.record(key, Action.KEPT, Stage.SANITIZE, reason, decl.origin, value=value)
             continue
-        del out[up]
+        del out[idx]
         if trace is not None:
             reason = Reason.TIER1 if decl.tier is Tier.TIER1 else Reason.TIER2
             trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, decl.origin, value=value)
@@ -253,6 +278,7 @@ def _resolve_passthrough(
     one the name is dropped.
     """
     source = options.passthrough_source
+    fold = options.fold
     extra = {k.upper(): v for k, v in options.extra.items()}
     for name in options.passthrough:
         if not name:
@@ -272,22 +298,24 @@ def _resolve_passthrough(
         if source is None:
             continue
         given = extra.get(up)
-        launch = options.launch_env.get(up)
-        if given is not None and (launch is None or given != launch[1]):
+        # any spelling the process holds counts: a repeat of a launch value never wins
+        launch = [v for k, v in options.launch_env.values() if k.upper() == up]
+        if given is not None and given not in launch:
             continue  # the caller's own value wins
-        found = source.get(up)
-        if found is not None:
-            if trace is not None:
-                reason = Reason.PASSTHROUGH
-                key, value = found
-                trace.record(key, Action.ADDED, Stage.SANITIZE, reason, _CALLER, value=value)
-            out[up] = found
-        elif up in out:
-            if trace is not None:
-                reason = Reason.PASSTHROUGH_NOT_IN_SCOPE
-                key, value = out[up]
-                trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
-            del out[up]
+        found = [source[i] for i in spellings(source, up, fold)]
+        if found:
+            remove_spellings(out, (up,), fold)
+            for key, value in found:
+                if trace is not None:
+                    reason = Reason.PASSTHROUGH
+                    trace.record(key, Action.ADDED, Stage.SANITIZE, reason, _CALLER, value=value)
+                out[index(key, fold)] = (key, value)
+        else:
+            for idx in spellings(out, up, fold):
+                key, value = out.pop(idx)
+                if trace is not None:
+                    reason = Reason.PASSTHROUGH_NOT_IN_SCOPE
+                    trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
 
 
 def _unwrap_forced(
@@ -311,10 +339,11 @@ def _unwrap_forced(
                 reason = Reason.FORCE_REFUSED
                 origin = None if decl is None else decl.origin
                 trace.record(target, Action.REFUSED, Stage.SANITIZE, reason, origin, value=value)
-            out.pop(up, None)
+            remove_spellings(out, (up,), options.fold)
             continue
         if trace is not None:
             trace.record(target, Action.ADDED, Stage.SANITIZE, Reason.FORCED, _CALLER, value=value)
-        out[up] = (target, value)
+        remove_spellings(out, (up,), options.fold)
+        out[index(target, options.fold)] = (target, value)
         handed.append(up)
     return handed

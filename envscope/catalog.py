@@ -115,7 +115,9 @@ def strict_first(patterns: tuple[CatalogPattern, ...]) -> tuple[CatalogPattern, 
 class Catalog(_Record):
     """Declared names (upper-cased → declaration), patterns, platform prefixes, global names.
 
-    ``categories`` documents the entries a ``categories:`` section declared
+    ``network_trust`` is the proxy and certificate-authority family
+    (upper-cased): never launch residue, forwarded to MCP children unless the
+    host turns that off. ``categories`` documents the entries a ``categories:`` section declared
     (for docs/catalog.md and the hygiene tests); lookups never read it.
     Immutable; equal by value (unhashable: it holds a mapping).
     """
@@ -128,6 +130,7 @@ class Catalog(_Record):
         "injection_names",
         "injection_prefixes",
         "names",
+        "network_trust",
         "patterns",
         "platform_prefixes",
         "source",
@@ -141,6 +144,7 @@ class Catalog(_Record):
         "injection_prefixes",
         "source",
         "categories",
+        "network_trust",
     )
     names: Mapping[str, Declaration]
     patterns: tuple[CatalogPattern, ...]
@@ -150,6 +154,7 @@ class Catalog(_Record):
     injection_prefixes: tuple[str, ...]
     source: str
     categories: tuple[CatalogCategory, ...]
+    network_trust: frozenset[str]
     # lookup()'s memo: upper-cased name -> the catalog's declaration or None. No part of
     # equality or repr; filled lock-free (dict get and set are atomic).
     _memo: dict[str, Declaration | None]
@@ -165,6 +170,7 @@ class Catalog(_Record):
         injection_names: frozenset[str] = frozenset(),
         injection_prefixes: tuple[str, ...] = (),
         categories: tuple[CatalogCategory, ...] = (),
+        network_trust: frozenset[str] = frozenset(),
     ) -> None:
         _set(self, "names", names)
         _set(self, "patterns", patterns)
@@ -174,6 +180,7 @@ class Catalog(_Record):
         _set(self, "injection_prefixes", injection_prefixes)
         _set(self, "source", source)
         _set(self, "categories", categories)
+        _set(self, "network_trust", network_trust)
         _set(self, "_memo", {})
         _set(self, "_regex", _MISSING)
 
@@ -261,6 +268,7 @@ class Catalog(_Record):
             injection_names=self.injection_names | other.injection_names,
             injection_prefixes=self.injection_prefixes + other.injection_prefixes,
             categories=self.categories + other.categories,
+            network_trust=self.network_trust | other.network_trust,
         )
 
     def is_injection_vector(self, name: str) -> bool:

@@ -10,8 +10,10 @@ home_env_var: ENVSCOPE_HOME
 multiplex: false
 on_unreadable_platform: raise    # or deny
 known_safe: [DEPLOY_WEBHOOK_SECRET]  # names kept knowingly: no name-shape warning
+mcp_network_trust: true          # proxies and CA bundles reach MCP children (false: not)
 surfaces:
   script: {inherit: core, include: ["CI_*"], exclude: ["*_DEBUG"], set: {PAGER: cat}}
+  terminal: {default_excludes: true}  # Codex's *KEY* *SECRET* *TOKEN* excludes
 ```
 
 Found via ``--config``, then ``$ENVSCOPE_CONFIG``, then ``./envscope.yaml``.
@@ -71,6 +73,7 @@ class HostConfig:
     on_unreadable_platform: Literal["raise", "deny"] = "raise"
     surfaces: Mapping[Surface, SurfacePolicy] = field(default_factory=dict)
     known_safe: tuple[str, ...] = ()
+    mcp_network_trust: bool = True
 
     def resolve_home(self, name_or_path: str | None) -> str:
         """A home named in ``homes`` (or ``launch``), else an existing directory.
@@ -120,6 +123,7 @@ class HostConfig:
             on_unreadable_platform=self.on_unreadable_platform,
             surface_policies={s.value: p for s, p in self.surfaces.items()},
             known_safe=self.known_safe,
+            mcp_network_trust=self.mcp_network_trust,
         )
 
 
@@ -177,6 +181,7 @@ def _model() -> type[pydantic.BaseModel]:
         include: list[str] = Field(default_factory=list)
         exclude: list[str] = Field(default_factory=list)
         set: dict[str, str] = Field(default_factory=dict)
+        default_excludes: bool = False
 
     class ConfigDoc(_Strict):
         launch_home: str
@@ -189,6 +194,7 @@ def _model() -> type[pydantic.BaseModel]:
         on_unreadable_platform: Literal["raise", "deny"] = "raise"
         surfaces: dict[SurfaceName, SurfaceDoc] = Field(default_factory=dict)
         known_safe: list[str] = Field(default_factory=list)
+        mcp_network_trust: bool = True
 
     return ConfigDoc
 
@@ -234,6 +240,7 @@ def load_config(path: str, *, trusted: bool = True) -> HostConfig:
             exclude=tuple(doc_s.exclude),
             set_env=MappingProxyType(dict(doc_s.set)),
             origin=Origin(OriginKind.SURFACE, f"surfaces.{name}", path=path),
+            default_excludes=doc_s.default_excludes,
         )
         for name, doc_s in parsed.surfaces.items()
     }
@@ -249,6 +256,7 @@ def load_config(path: str, *, trusted: bool = True) -> HostConfig:
         on_unreadable_platform=parsed.on_unreadable_platform,
         surfaces=surfaces,
         known_safe=tuple(parsed.known_safe),
+        mcp_network_trust=parsed.mcp_network_trust,
     )
     if not trusted:
         for named, what in ((config.catalog, "catalog"), (config.managed_env_file, "managed file")):

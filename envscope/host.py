@@ -129,6 +129,7 @@ class Host:
         max_env_bytes: int = DEFAULT_MAX_ENV_BYTES,
         allow_injection: Iterable[str] = (),
         known_safe: Iterable[str] = (),
+        mcp_network_trust: bool = True,
     ) -> None:
         self.launch_home = home_identity(launch_home)
         self.multiplex = multiplex
@@ -155,6 +156,7 @@ class Host:
         self._max_env_bytes = max_env_bytes
         self._allow_injection = frozenset(map(norm, name_list(allow_injection, "allow_injection")))
         self._known_safe = frozenset(map(norm, name_list(known_safe, "known_safe")))  # no warning
+        self._mcp_network_trust = mcp_network_trust  # the proxy/CA family reaches MCP children
         self._lock = threading.Lock()
         self._sources: list[SecretSource] = []
         self._source_credentials: frozenset[str] = frozenset()
@@ -231,7 +233,7 @@ class Host:
         with self._lock:
             self._managed_values = values
             self._managed_keys.update(values)
-            self._residue_keep = self.global_names | {norm(k) for k in values}
+            self._residue_keep = self._never_residue() | {norm(k) for k in values}
         return values
 
     def load_launch_env(self) -> None:
@@ -284,11 +286,15 @@ class Host:
             values = self._managed_values
         return self._read_managed() if values is None else values
 
+    def _never_residue(self) -> frozenset[str]:
+        """Global names and the catalog's network-trust family (upper-cased)."""
+        return self.global_names | self.catalog.network_trust
+
     def _keep(self) -> frozenset[str]:
-        """Names never stripped as residue: global names and managed keys (upper-cased)."""
+        """Names never stripped as residue: global names, network trust, managed keys."""
         keep = self._residue_keep
         if keep is None:  # the managed file is not loaded (or none is configured)
-            keep = self._residue_keep = self.global_names
+            keep = self._residue_keep = self._never_residue()
         return keep
 
     # -- routing -----------------------------------------------------------
@@ -548,7 +554,8 @@ class Host:
         trace: Trace | None,
     ) -> dict[str, str]:
         """The four stages of one build (``build_subprocess_env`` has checked and memoised)."""
-        parent = entries = stages.to_entries(snapshot, trace)
+        fold = self._windows  # Windows names fold: the child holds one spelling per name
+        parent = entries = stages.to_entries(snapshot, trace, fold=fold)
         scope: Mapping[str, str] = {} if binding is None else binding.scope
         launch_policy = None
         if routed:
@@ -575,13 +582,20 @@ class Host:
                 home=target,
                 trace=trace,
                 refuse=self.refuses_injection,
+                fold=fold,
             )
-            entries = stages.apply_managed(entries, managed, path=self._managed_path, trace=trace)
+            entries = stages.apply_managed(
+                entries, managed, path=self._managed_path, trace=trace, fold=fold
+            )
         surface_policy = self._surface_policies.get(surface)
         allowlist = None
         if supplied is not None:
             allowlist = mcp_allowlist(
-                windows=self._windows, supplied=frozenset(map(norm, supplied))
+                windows=self._windows,
+                supplied=frozenset(map(norm, supplied)),
+                network_trust=self.catalog.network_trust
+                if self._mcp_network_trust
+                else frozenset(),
             )
         base_filter = None
         if allowlist is not None or surface_policy is not None:
@@ -592,7 +606,11 @@ class Host:
             inherit_credentials=inherit_credentials or surface.inherits_credentials,
             passthrough=tuple(passthrough),
             passthrough_source=(
-                None if not passthrough else stages.to_entries(scope) if routed else entries
+                None
+                if not passthrough
+                else stages.to_entries(scope, fold=fold)
+                if routed
+                else entries
             ),
             base_filter=base_filter,
             drop_shell_functions=surface is Surface.MCP,
@@ -602,11 +620,15 @@ class Host:
             refuse=self.refuses_injection,
             launch_policy=None if launch_policy is policy else launch_policy,
             own=_own_values(binding) if routed else {},
-            launch_env=parent,
+            # every spelling, even where names fold (passthrough compares against each)
+            launch_env=parent
+            if not fold or not passthrough
+            else stages.to_entries(snapshot, fold=False),
             secrets=SecretValues() if self._strip_value_aliases else None,
             extra_is_grant=surface is Surface.MCP,
             grant=granted,
             ungrantable=self._source_credentials,
+            fold=fold,
         )
         if options.secrets is not None:
             self._collect_secrets(options, policy, snapshot, process, scope, surface_set)

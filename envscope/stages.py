@@ -1,10 +1,15 @@
 """The stages of a build (DESIGN.md §3), each a pure function; stage 4 is in ``_sanitize``.
 
-Stages work on ``Entries``: upper-cased key → (key as spelled, value). That
-makes every name comparison case-insensitive and guarantees the output never
-holds two keys that differ only in case. A stage returns a new mapping and
-never mutates its input. Each takes an optional ``Trace``; without one it
-does no bookkeeping.
+Stages work on ``Entries``: index → (key as spelled, value). The index is
+the upper-cased key when names *fold* (Windows, where the OS compares names
+case-insensitively: the output never holds two keys that differ only in
+case), and the key itself when they do not (POSIX: undeclared case twins such
+as ``http_proxy`` and ``HTTP_PROXY`` are two variables and both survive).
+Every rule compares names upper-cased either way (``key.upper()``), so a
+declared name is matched in any spelling, and a layer that sets a name (the
+routed scope, managed keys, ``extra``, passthrough) replaces every spelling
+of it. A stage returns a new mapping and never mutates its input. Each takes
+an optional ``Trace``; without one it does no bookkeeping.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from envscope.trace import Action, Reason, Stage, Trace
 
 TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Collection, Mapping, Sequence
 
 __all__ = [
     "FORCE_PREFIX",
@@ -25,7 +30,11 @@ __all__ = [
     "Entries",
     "apply_managed",
     "from_entries",
+    "index",
     "overlay_scope",
+    "put_layer",
+    "remove_spellings",
+    "spellings",
     "strip_residue",
     "to_entries",
     "validate_block",
@@ -38,12 +47,20 @@ _CALLER = Origin(OriginKind.CALLER, "extra")
 MAX_VALUE_BYTES = 128 * 1024  # Linux MAX_ARG_STRLEN: one "KEY=value" string
 
 
-def to_entries(env: Mapping[str, str], trace: Trace | None = None) -> Entries:
-    """Index a mapping case-insensitively; of keys equal ignoring case, keep one.
+def index(key: str, fold: bool) -> str:
+    """The ``Entries`` index of a key: upper-cased when names fold, else the key itself."""
+    return key.upper() if fold else key
 
-    The upper-case spelling wins when present, else the first seen; every
-    dropped spelling is recorded (``case-duplicate``).
+
+def to_entries(env: Mapping[str, str], trace: Trace | None = None, *, fold: bool = True) -> Entries:
+    """Index a mapping; when names fold, of keys equal ignoring case keep one.
+
+    Folding (Windows), the upper-case spelling wins when present, else the
+    first seen; every dropped spelling is recorded (``case-duplicate``).
+    Without folding (POSIX) every key is kept as spelled.
     """
+    if not fold:
+        return {key: (key, value) for key, value in env.items()}
     items = list(env.items())
     ups = [key.upper() for key, _ in items]
     if len(set(ups)) == len(items):  # the common case: no two keys equal ignoring case
@@ -64,6 +81,49 @@ def to_entries(env: Mapping[str, str], trace: Trace | None = None) -> Entries:
     return out
 
 
+def spellings(entries: Entries, up: str, fold: bool) -> list[str]:
+    """The indexes of ``entries`` whose key is ``up`` ignoring case (``up`` upper-cased)."""
+    if fold:
+        return [up] if up in entries else []
+    return [idx for idx in entries if idx.upper() == up]
+
+
+def remove_spellings(entries: Entries, ups: Collection[str], fold: bool) -> frozenset[str]:
+    """Delete (in place) every key whose upper-cased name is in ``ups``; return the names hit."""
+    if not ups:
+        return frozenset()
+    if fold:
+        hit = [up for up in ups if up in entries]
+    else:
+        hit = [idx for idx in entries if idx.upper() in ups]
+    for idx in hit:
+        del entries[idx]
+    return frozenset(idx.upper() for idx in hit)
+
+
+def put_layer(
+    entries: Entries,
+    values: Mapping[str, str],
+    fold: bool,
+    record: Callable[[str, str, bool], None] | None = None,
+) -> None:
+    """Set (in place) every key of ``values``, replacing every spelling of each name.
+
+    The layer's own case twins follow ``to_entries``: kept both on POSIX,
+    one (upper case first) when names fold. ``record(key, value, replaced)``
+    is called per key set, ``replaced`` telling whether the name was there.
+    """
+    layer = to_entries(values, fold=fold)
+    if fold:  # one spelling per name: set in place
+        present = frozenset(idx for idx in layer if idx in entries)
+    else:  # every spelling goes, then the layer's own spellings follow in the layer's order
+        present = remove_spellings(entries, {idx.upper() for idx in layer}, fold)
+    for idx, (key, value) in layer.items():
+        if record is not None:
+            record(key, value, key.upper() in present)
+        entries[idx] = (key, value)
+
+
 def from_entries(entries: Entries) -> dict[str, str]:
     """The plain env dict of some entries."""
     return dict(entries.values())
@@ -81,7 +141,8 @@ def strip_residue(
 ) -> Entries:
     """Stage 1: drop the launch profile's residue, credentials and authorization gates.
 
-    ``residue`` and ``keep`` (global names and managed keys) are upper-cased.
+    ``residue`` and ``keep`` (global names, the network-trust family and
+    managed keys) are upper-cased; every spelling of a name matches them.
     A name any of ``policies`` declares (Tier 1 or 2) is dropped too: a routed
     child gets its own profile's credentials from the scope, never the
     launch process's, ambient ones included. ``rule``, when given, stands for
@@ -90,9 +151,9 @@ def strip_residue(
     if rule is None:
         rule = ResidueRule(residue, keep, policies, residue_origins)
     memo, decide = rule.memo, rule.verdict
-    for up in entries:
-        if up not in memo:
-            decide(up)  # a name the memo has not seen yet
+    for idx in entries:
+        if idx not in memo:
+            decide(idx)  # a name the memo has not seen yet
     if len(memo) >= MAX_MEMO:  # a full memo decides the rest per build: the plain loop
         get: Callable[[str], Verdict | None] = decide
         out: Entries = {}
@@ -123,15 +184,18 @@ def _overlay(
     origins: Mapping[str, Origin] | None,
     default_origin: Origin,
     trace: Trace | None,
+    fold: bool,
 ) -> Entries:
     out = dict(entries)
-    for key, value in values.items():
-        up = key.upper()
-        if trace is not None:
-            action = Action.OVERRIDDEN if up in out else Action.ADDED
-            origin = default_origin if origins is None else origins.get(up, default_origin)
+    record = None
+    if trace is not None:
+
+        def record(key: str, value: str, replaced: bool) -> None:
+            action = Action.OVERRIDDEN if replaced else Action.ADDED
+            origin = default_origin if origins is None else origins.get(key.upper(), default_origin)
             trace.record(key, action, stage, reason, origin, value=value)
-        out[up] = (key, value)
+
+    put_layer(out, values, fold, record)
     return out
 
 
@@ -143,8 +207,9 @@ def overlay_scope(
     home: str = "",
     trace: Trace | None = None,
     refuse: Callable[[str], bool] | None = None,
+    fold: bool = True,
 ) -> Entries:
-    """Stage 2: the routed home's scope replaces values (any case variant).
+    """Stage 2: the routed home's scope replaces values (every spelling of each name).
 
     ``refuse`` names (upper-cased) the scope may not introduce: injection
     vectors the host did not allow. They are refused and recorded.
@@ -152,7 +217,8 @@ def overlay_scope(
     origin = Origin(OriginKind.SCOPE, home or "routed scope")
     if refuse is not None:
         scope = _refused(scope, refuse, Stage.OVERLAY, trace)
-    return _overlay(entries, scope, Stage.OVERLAY, Reason.SCOPE_VALUE, origins, origin, trace)
+    reason = Reason.SCOPE_VALUE
+    return _overlay(entries, scope, Stage.OVERLAY, reason, origins, origin, trace, fold)
 
 
 def apply_managed(
@@ -161,10 +227,12 @@ def apply_managed(
     *,
     path: str | None = None,
     trace: Trace | None = None,
+    fold: bool = True,
 ) -> Entries:
-    """Stage 3: administrator-managed values beat the routed profile's own."""
+    """Stage 3: administrator-managed values beat the routed profile's own (every spelling)."""
     origin = Origin(OriginKind.MANAGED, "managed env file", path=path)
-    return _overlay(entries, managed, Stage.MANAGED, Reason.MANAGED_VALUE, None, origin, trace)
+    reason = Reason.MANAGED_VALUE
+    return _overlay(entries, managed, Stage.MANAGED, reason, None, origin, trace, fold)
 
 
 def _is_forced(up: str) -> bool:

@@ -25,14 +25,17 @@ _set = object.__setattr__
 __all__ = [
     "CORE_NAMES_POSIX",
     "CORE_NAMES_WINDOWS",
+    "DEFAULT_EXCLUDES",
     "MCP_SAFE_NAMES_POSIX",
     "MCP_SAFE_NAMES_WINDOWS",
     "MCP_SAFE_PREFIXES_POSIX",
+    "WINDOWS_DEFAULT_PATHEXT",
     "Allowlist",
     "BaseFilter",
     "Inherit",
     "Surface",
     "SurfacePolicy",
+    "glob_regex",
     "mcp_allowlist",
 ]
 
@@ -110,11 +113,21 @@ class Allowlist(_Record):
         return upper_key in self.names or upper_key.startswith(self.prefixes)
 
 
-def mcp_allowlist(*, windows: bool, supplied: frozenset[str] = frozenset()) -> Allowlist:
-    """The MCP safe base for a platform plus the (upper-cased) secret-source-supplied names."""
+def mcp_allowlist(
+    *,
+    windows: bool,
+    supplied: frozenset[str] = frozenset(),
+    network_trust: frozenset[str] = frozenset(),
+) -> Allowlist:
+    """The MCP safe base for a platform plus the (upper-cased) secret-source-supplied names.
+
+    ``network_trust`` (the catalog's proxy and CA family, unless the host
+    turned it off) is forwarded too: a corporate proxy or CA bundle is what
+    lets an ``npx``-launched server reach the network at all.
+    """
     if windows:
-        return Allowlist(MCP_SAFE_NAMES_WINDOWS | supplied)
-    return Allowlist(MCP_SAFE_NAMES_POSIX | supplied, MCP_SAFE_PREFIXES_POSIX)
+        return Allowlist(MCP_SAFE_NAMES_WINDOWS | supplied | network_trust)
+    return Allowlist(MCP_SAFE_NAMES_POSIX | supplied | network_trust, MCP_SAFE_PREFIXES_POSIX)
 
 
 class Inherit(enum.Enum):
@@ -125,23 +138,37 @@ class Inherit(enum.Enum):
     NONE = "none"
 
 
-# ``inherit: core`` keeps only these (pinned in a test, like the MCP lists).
+# ``inherit: core`` keeps only these (pinned in a test, like the MCP lists): Codex's
+# core list, the locale (LC_CTYPE: macOS terminals often set only that), TERM and TZ.
 CORE_NAMES_POSIX: frozenset[str] = frozenset(
     {"HOME", "LOGNAME", "PATH", "SHELL", "USER", "USERNAME", "TMPDIR", "TEMP", "TMP"}
-    | {"LANG", "LC_ALL", "TERM", "TZ"}
+    | {"LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ"}
 )
 CORE_NAMES_WINDOWS: frozenset[str] = MCP_SAFE_NAMES_WINDOWS
+# What a Windows child of ``inherit: none|core`` gets when it would have no PATHEXT
+# (Codex does the same): without it cmd.exe and CreateProcess find no ``npm.cmd``.
+# The default of a Windows 10/11 install.
+WINDOWS_DEFAULT_PATHEXT = ".COM;.EXE;.BAT;.CMD;.VBS;.VBE;.JS;.JSE;.WSF;.WSH;.MSC"
+# ``default_excludes: true``: Codex's default excludes (case-insensitive).
+DEFAULT_EXCLUDES: tuple[str, ...] = ("*KEY*", "*SECRET*", "*TOKEN*")
 
 
-def _glob_regex(patterns: Iterable[str]) -> re.Pattern[str] | None:
-    """One regex matching any of some case-insensitive globs (None for no globs)."""
+def glob_regex(patterns: Iterable[str]) -> re.Pattern[str] | None:
+    """One regex matching any of some globs over upper-cased names (None for no globs).
+
+    Codex's wildmatch semantics: ``*`` is any run of characters, ``?`` one
+    character, and everything else, ``[`` and ``]`` included, is literal.
+    A glob matches the whole name, in any case.
+    """
     parts = [p.upper() for p in patterns]
     if not parts:
         return None
-    import fnmatch
     import re
 
-    return re.compile("|".join(map(fnmatch.translate, parts)))
+    def one(glob: str) -> str:
+        return "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in glob)
+
+    return re.compile("(?s:" + "|".join(map(one, parts)) + r")\Z")
 
 
 class SurfacePolicy(_Record):
@@ -150,17 +177,20 @@ class SurfacePolicy(_Record):
     ``inherit`` chooses how much of the parent env is kept (``core`` = a
     pinned per-platform list); ``include`` globs add names back, ``exclude``
     globs remove them (exclude wins); ``set_env`` holds explicit values that
-    survive the allowlist. Declared Tier 1 names always win over all of it.
+    survive the allowlist; ``default_excludes`` adds Codex's ``*KEY*``,
+    ``*SECRET*`` and ``*TOKEN*`` to ``exclude``. Globs follow ``glob_regex``.
+    Declared Tier 1 names always win over all of it.
     """
 
-    __slots__ = ("exclude", "include", "inherit", "origin", "set_env")
-    _fields = ("inherit", "include", "exclude", "set_env", "origin")
+    __slots__ = ("default_excludes", "exclude", "include", "inherit", "origin", "set_env")
+    _fields = ("inherit", "include", "exclude", "set_env", "origin", "default_excludes")
     _masked = ("set_env",)  # repr shows the keys of ``set``, never their values
     inherit: Inherit
     include: tuple[str, ...]
     exclude: tuple[str, ...]
     set_env: Mapping[str, str]
     origin: Origin | None
+    default_excludes: bool
 
     def __init__(
         self,
@@ -169,6 +199,7 @@ class SurfacePolicy(_Record):
         exclude: tuple[str, ...] = (),
         set_env: Mapping[str, str] = EMPTY_MAPPING,
         origin: Origin | None = None,
+        default_excludes: bool = False,
     ) -> None:
         from envscope._inputs import coerce_extra, name_list
 
@@ -177,6 +208,11 @@ class SurfacePolicy(_Record):
         _set(self, "exclude", name_list(exclude, "exclude"))
         _set(self, "set_env", MappingProxyType(coerce_extra(set_env)))
         _set(self, "origin", origin)
+        if not isinstance(default_excludes, bool):
+            from envscope.errors import ConfigurationError
+
+            raise ConfigurationError("default_excludes: must be True or False")
+        _set(self, "default_excludes", default_excludes)
 
 
 class BaseFilter(_Record):
@@ -199,8 +235,11 @@ class BaseFilter(_Record):
         _set(self, "allowlist", allowlist)
         _set(self, "policy", policy)
         _set(self, "windows", windows)
-        _set(self, "_include", None if policy is None else _glob_regex(policy.include))
-        _set(self, "_exclude", None if policy is None else _glob_regex(policy.exclude))
+        _set(self, "_include", None if policy is None else glob_regex(policy.include))
+        excludes: tuple[str, ...] = ()
+        if policy is not None:
+            excludes = policy.exclude + (DEFAULT_EXCLUDES if policy.default_excludes else ())
+        _set(self, "_exclude", glob_regex(excludes))
 
     @property
     def origin(self) -> Origin | None:
@@ -210,6 +249,15 @@ class BaseFilter(_Record):
     def included(self, upper_key: str) -> bool:
         """True when an ``include`` glob names the key."""
         return self._include is not None and self._include.match(upper_key) is not None
+
+    def defaults(self) -> dict[str, str]:
+        """Values a child gets when it would have none: Windows' PATHEXT under ``none|core``."""
+        policy = self.policy
+        if not self.windows or policy is None or policy.inherit is Inherit.ALL:
+            return {}
+        if self._exclude is not None and self._exclude.match("PATHEXT"):
+            return {}
+        return {"PATHEXT": WINDOWS_DEFAULT_PATHEXT}
 
     def reject(self, upper_key: str) -> Reason | None:
         """Why a base key does not reach the child, or None when it does."""

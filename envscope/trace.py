@@ -235,12 +235,12 @@ class Recording:
     child env it hands out again; it never leaves the memo.
     """
 
-    __slots__ = ("context", "rows", "ups", "values")
+    __slots__ = ("context", "keys", "rows", "values")
 
     def __init__(self, captured: list[_Row], context: TraceContext) -> None:
         self.rows: list[_Row] = [(*row[:6], None) for row in captured]
         self.values: list[str | None] = [row[6] for row in captured]
-        self.ups: list[str] = [row[0].upper() for row in captured]
+        self.keys: list[str] = [row[0] for row in captured]
         self.context = context
 
 
@@ -256,7 +256,7 @@ class Trace:
 
     def __init__(self, fingerprint: Callable[[str, str], str] | None = None) -> None:
         self._rows: list[_Row] = []
-        self._last: dict[str, _Row] = {}  # upper-cased key -> its last row, kept as rows come
+        self._last: dict[str, _Row] = {}  # key as spelled -> its last row, kept as rows come
         self._decisions: list[Decision] = []  # ``_rows[:len(_decisions)]`` as Decision objects
         self._fingerprint = fingerprint
         self.context = TraceContext()
@@ -278,19 +278,20 @@ class Trace:
             digest = self._fingerprint(key, value)
         row = (key, action, stage, reason, origin, note, digest)
         self._rows.append(row)
-        self._last[key.upper()] = row
+        self._last[key] = row
 
     def record_untouched(self, env: Mapping[str, str], global_names: frozenset[str]) -> list[str]:
         """Record ``kept`` for each key of a finished env that no decision keeps; list the kept.
 
-        A key no stage decided, or whose last decision removed a case twin of it,
-        is kept as inherited (or as a global name). Returns the keys whose last
-        decision is now ``kept`` (not added or overridden by a stage).
+        A key no stage decided under that very spelling (a case twin's decision
+        is the twin's), or whose last decision removed it, is kept as inherited
+        (or as a global name). Returns the keys whose last decision is now
+        ``kept`` (not added or overridden by a stage).
         """
         kept = []
         for key, value in env.items():
             up = key.upper()
-            row = self._last.get(up)
+            row = self._last.get(key)
             if row is None or row[1] in _REMOVING:
                 reason = Reason.GLOBAL_NAME if up in global_names else Reason.INHERITED
                 self.record(key, Action.KEPT, Stage.SANITIZE, reason, value=value)
@@ -316,7 +317,7 @@ class Trace:
                 for row, value in zip(recording.rows, recording.values, strict=True)
             ]
         self._rows.extend(rows)
-        self._last.update(zip(recording.ups, rows, strict=True))
+        self._last.update(zip(recording.keys, rows, strict=True))
         recorded, ctx = recording.context, self.context
         ctx.home, ctx.surface, ctx.routed = recorded.home, recorded.surface, recorded.routed
         ctx.complete, ctx.problems = recorded.complete, recorded.problems

@@ -111,3 +111,52 @@ def test_unreadable_is_an_error(tmp_path: Path) -> None:
     os.symlink(loop, loop)
     with pytest.raises(DotenvError, match="cannot read"):
         read_dotenv(str(loop))
+
+
+NEWLINE_TABLE = [
+    # (text, universal_newlines, expected)
+    ("A='x\r\ny'\r\nB=2\r\n", True, {"A": "x\ny", "B": "2"}),
+    ("A='x\r\ny'\r\nB=2\r\n", False, {"A": "x\r\ny", "B": "2"}),
+    ('A="x\ry"\rB=2\r', True, {"A": "x\ny", "B": "2"}),
+    ('A="x\ry"\rB=2\r', False, {"A": "x\ry", "B": "2"}),
+    ('A="x\\r"\r\n', True, {"A": "x\r"}),  # an escaped \r is a value, not a line end
+]
+
+
+@pytest.mark.parametrize(("text", "universal", "expected"), NEWLINE_TABLE)
+def test_universal_newlines_inside_values(
+    text: str, universal: bool, expected: dict[str, str]
+) -> None:
+    """Text mode (a file read) makes CRLF and CR an LF inside quoted values; a stream keeps them."""
+    got = parse_dotenv(text, path="t.env", universal_newlines=universal)
+    assert got == expected
+
+
+def test_read_dotenv_reads_in_text_mode(tmp_path: Path) -> None:
+    """read_dotenv of a CRLF file with a quoted multi-line value yields LF, as python-dotenv."""
+    from dotenv import dotenv_values
+
+    path = tmp_path / "crlf.env"
+    path.write_bytes(b'PEM="a\r\nb\r\nc"\r\nNEXT=1\r\n')
+    assert read_dotenv(str(path)) == {"PEM": "a\nb\nc", "NEXT": "1"}
+    assert read_dotenv(str(path)) == dotenv_values(path)
+
+
+BARE_TABLE = [
+    # (text, environ, override, expected) -- python-dotenv's semantics for FOO without "="
+    ("FOO\nB=${FOO}\n", {}, False, {"B": ""}),
+    ("FOO\nB=${FOO:-d}\n", {}, False, {"B": ""}),  # present without a value: no default
+    ("FOO\nB=${FOO:-d}\n", {"FOO": "env"}, False, {"B": "env"}),  # the outside wins
+    ("FOO\nB=${FOO:-d}\n", {"FOO": "env"}, True, {"B": ""}),  # the file's (no value) wins
+    ("FOO=x\nFOO\nB=${FOO}\n", {}, True, {"B": ""}),  # a bare key drops the earlier value
+    ("FOO\nFOO=y\nB=${FOO}\n", {}, True, {"FOO": "y", "B": "y"}),
+    ("B=${FOO:-d}\nFOO\n", {}, True, {"B": "d"}),  # only earlier keys are visible
+]
+
+
+@pytest.mark.parametrize(("text", "environ", "override", "expected"), BARE_TABLE)
+def test_bare_keys_resolve_like_python_dotenv(
+    text: str, environ: dict[str, str], override: bool, expected: dict[str, str]
+) -> None:
+    """A key without '=' has no value, shadows an earlier one, and ${KEY} of it is empty."""
+    assert parse_dotenv(text, path="t.env", environ=environ, override=override) == expected

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import MappingProxyType
 
 import pytest
 
 from envscope import Host, Inherit, Reason, Surface, SurfacePolicy, Trace
-from envscope.surfaces import CORE_NAMES_POSIX, CORE_NAMES_WINDOWS, MCP_SAFE_NAMES_WINDOWS
+from envscope.config import load_config
+from envscope.surfaces import (
+    CORE_NAMES_POSIX,
+    CORE_NAMES_WINDOWS,
+    MCP_SAFE_NAMES_WINDOWS,
+    WINDOWS_DEFAULT_PATHEXT,
+    glob_regex,
+)
 from tests.conftest import HostFactory
 
 BASE = {
@@ -26,7 +34,7 @@ def test_core_lists_are_pinned() -> None:
     """The core lists are literals: widening them is a visible decision."""
     assert frozenset(
         {"HOME", "LOGNAME", "PATH", "SHELL", "USER", "USERNAME", "TMPDIR", "TEMP", "TMP",
-         "LANG", "LC_ALL", "TERM", "TZ"}
+         "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ"}
     ) == CORE_NAMES_POSIX  # fmt: skip
     assert CORE_NAMES_WINDOWS == MCP_SAFE_NAMES_WINDOWS
 
@@ -83,3 +91,155 @@ def test_mcp_policy_include_extends_safe_base(make_host: HostFactory) -> None:
     assert env == {"PATH": "/bin", "HOME": "/h", "EDITOR": "vi"}
     assert trace.final()["EDITOR"].reason is Reason.INCLUDED
     assert trace.final()["CI_JOB"].reason is Reason.NOT_ALLOWLISTED
+
+
+# -- Codex fidelity (issue 14 item 7) ----------------------------------------------
+
+
+def test_core_keeps_lc_ctype(make_host: HostFactory) -> None:
+    """inherit: core keeps LC_CTYPE (macOS terminals often set only that), in any case."""
+    host = make_host(surface_policies={Surface.SCRIPT: SurfacePolicy(inherit=Inherit.CORE)})
+    base = {"PATH": "/bin", "LC_CTYPE": "UTF-8", "EDITOR": "vi"}
+    assert host.build_subprocess_env(base, surface=Surface.SCRIPT) == {
+        "PATH": "/bin",
+        "LC_CTYPE": "UTF-8",
+    }
+
+
+PATHEXT_CASES = [
+    # (windows, inherit, parent PATHEXT or None, exclude, expected PATHEXT or None)
+    (True, Inherit.NONE, None, (), WINDOWS_DEFAULT_PATHEXT),
+    (True, Inherit.CORE, None, (), WINDOWS_DEFAULT_PATHEXT),
+    (True, Inherit.NONE, ".EXE", (), WINDOWS_DEFAULT_PATHEXT),  # none inherits nothing
+    (True, Inherit.CORE, ".EXE", (), ".EXE"),  # core keeps the parent's
+    (True, Inherit.ALL, None, (), None),  # all: the parent decides
+    (True, Inherit.ALL, ".EXE", (), ".EXE"),
+    (True, Inherit.NONE, None, ("PATH*",), None),  # an exclude glob naming it wins
+    (False, Inherit.NONE, None, (), None),  # POSIX has no PATHEXT
+    (False, Inherit.CORE, None, (), None),
+]
+
+
+@pytest.mark.parametrize(("windows", "inherit", "parent", "exclude", "expected"), PATHEXT_CASES)
+def test_windows_default_pathext(
+    make_host: HostFactory,
+    windows: bool,
+    inherit: Inherit,
+    parent: str | None,
+    exclude: tuple[str, ...],
+    expected: str | None,
+) -> None:
+    """With windows, inherit none|core yields a default PATHEXT when the child would lack one."""
+    policy = SurfacePolicy(inherit=inherit, exclude=exclude)
+    host = make_host(surface_policies={Surface.SCRIPT: policy}, windows=windows)
+    base = {"Path": "C:/bin"} | ({} if parent is None else {"PathExt": parent})
+    trace = Trace()
+    env = host.build_subprocess_env(base, surface=Surface.SCRIPT, trace=trace)
+    got = {k.upper(): v for k, v in env.items()}.get("PATHEXT")
+    assert got == expected
+    if expected == WINDOWS_DEFAULT_PATHEXT:
+        decision = trace.final()["PATHEXT"]
+        assert decision.reason is Reason.SURFACE_SET
+        assert decision.note is not None
+        assert "Windows default" in decision.note
+
+
+def test_set_pathext_beats_the_default(make_host: HostFactory) -> None:
+    """A policy's own set value for PATHEXT wins over the Windows default."""
+    policy = SurfacePolicy(inherit=Inherit.NONE, set_env=MappingProxyType({"PATHEXT": ".EXE"}))
+    host = make_host(surface_policies={Surface.SCRIPT: policy}, windows=True)
+    assert host.build_subprocess_env({}, surface=Surface.SCRIPT) == {"PATHEXT": ".EXE"}
+
+
+GLOBS = [
+    # (glob, name, matches) -- Codex's wildmatch: * and ? only, [ and ] literal
+    ("*", "ANYTHING", True),
+    ("CI_*", "ci_job", True),
+    ("CI_*", "XCI_JOB", False),
+    ("CI_?", "CI_A", True),
+    ("CI_?", "CI_AB", False),
+    ("*_DEBUG", "NOISY_DEBUG", True),
+    ("*_DEBUG", "NOISY_DEBUG_X", False),
+    ("[AB]_X", "A_X", False),
+    ("[AB]_X", "[AB]_X", True),
+    ("[!A]*", "B", False),
+    ("PROGRAMFILES(X86)", "ProgramFiles(x86)", True),
+    ("A.B", "AxB", False),
+    ("A+", "AA", False),
+    ("*KEY*", "monkey_business", True),
+    ("", "", True),
+    ("", "A", False),
+]
+
+
+@pytest.mark.parametrize(("glob", "name", "matches"), GLOBS)
+def test_glob_semantics(glob: str, name: str, matches: bool) -> None:
+    """Globs: * and ? only, whole-name, any case; [, ], ., + and ( are literal."""
+    regex = glob_regex([glob])
+    assert regex is not None
+    assert (regex.match(name.upper()) is not None) is matches
+
+
+@pytest.mark.parametrize(("glob", "name", "matches"), [g for g in GLOBS if g[0]])
+def test_glob_semantics_through_a_policy(
+    make_host: HostFactory, glob: str, name: str, matches: bool
+) -> None:
+    """The same table through a real exclude: a matching name is removed, others kept."""
+    host = make_host(surface_policies={Surface.SCRIPT: SurfacePolicy(exclude=(glob,))})
+    env = host.build_subprocess_env({name: "v", "KEEPME_ALWAYS_1": "1"}, surface=Surface.SCRIPT)
+    assert (name not in env) is matches
+
+
+DEFAULT_EXCLUDE_BASE = {
+    "PATH": "/bin",
+    "MY_API_KEY": "a",
+    "monkey": "b",
+    "db_secret_path": "c",
+    "Tokenizer": "d",
+    "EDITOR": "vi",
+    "CI_TOKEN": "e",
+}
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        (SurfacePolicy(), set(DEFAULT_EXCLUDE_BASE)),
+        (SurfacePolicy(default_excludes=True), {"PATH", "EDITOR"}),
+        (SurfacePolicy(default_excludes=True, include=("CI_*",)), {"PATH", "EDITOR"}),
+        (
+            SurfacePolicy(default_excludes=True, set_env=MappingProxyType({"SET_TOKEN": "kept"})),
+            {"PATH", "EDITOR", "SET_TOKEN"},
+        ),
+    ],
+)
+def test_default_excludes(
+    make_host: HostFactory, policy: SurfacePolicy, expected: set[str]
+) -> None:
+    """default_excludes: Codex's *KEY* *SECRET* *TOKEN*, any case; set values still pass."""
+    host = make_host(surface_policies={Surface.SCRIPT: policy})
+    trace = Trace()
+    env = host.build_subprocess_env(DEFAULT_EXCLUDE_BASE, surface=Surface.SCRIPT, trace=trace)
+    assert set(env) == expected
+    for key in set(DEFAULT_EXCLUDE_BASE) - expected:
+        assert trace.final()[key.upper()].reason is Reason.EXCLUDED
+
+
+@pytest.mark.parametrize(("text", "expected"), [("", False), ("default_excludes: true", True)])
+def test_default_excludes_in_config(tmp_path: Path, text: str, expected: bool) -> None:
+    """envscope.yaml's surfaces.<name>.default_excludes (default false) reaches the policy."""
+    (tmp_path / "a").mkdir()
+    path = tmp_path / "envscope.yaml"
+    path.write_text(f"launch_home: ./a\nsurfaces:\n  terminal: {{{text}}}\n")
+    config = load_config(str(path))
+    assert config.surfaces[Surface.TERMINAL].default_excludes is expected
+    env = config.build_host({"PATH": "/b", "MY_KEY": "k"}).build_subprocess_env()
+    assert ("MY_KEY" in env) is not expected
+
+
+def test_default_excludes_must_be_a_bool() -> None:
+    """A non-bool default_excludes is a ConfigurationError, never truthiness."""
+    from envscope import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="default_excludes"):
+        SurfacePolicy(default_excludes="yes")  # type: ignore[arg-type]

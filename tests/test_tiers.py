@@ -101,13 +101,30 @@ def test_matching_is_case_insensitive(make_host: HostFactory, name: str) -> None
     assert make_host().build_subprocess_env({name: "v", "KEEP": "1"}) == {"KEEP": "1"}
 
 
-def test_output_never_holds_case_twins(make_host: HostFactory) -> None:
-    """S6: two keys equal ignoring case collapse to one (the upper-case spelling wins)."""
-    env = make_host().build_subprocess_env(
-        {"Foo": "1", "FOO": "2", "foo": "3", "bar": "x", "Bar": "y"}
-    )
+TWINS = {"Foo": "1", "FOO": "2", "foo": "3", "bar": "x", "Bar": "y"}
+
+
+def test_windows_output_never_holds_case_twins(make_host: HostFactory) -> None:
+    """S6 (Windows): keys equal ignoring case collapse to one (the upper-case spelling wins)."""
+    env = make_host(windows=True).build_subprocess_env(TWINS)
     assert env == {"FOO": "2", "bar": "x"}
     assert len({k.upper() for k in env}) == len(env)
+
+
+@pytest.mark.parametrize("windows", [False, True])
+def test_proxy_case_twins(make_host: HostFactory, windows: bool) -> None:
+    """S6 (revised): POSIX keeps http_proxy and HTTP_PROXY both; Windows keeps one."""
+    base = {"http_proxy": "http://lower:3128", "HTTP_PROXY": "http://upper:3128"}
+    env = make_host(windows=windows).build_subprocess_env({**base, "PATH": "/b"})
+    assert env == ({"HTTP_PROXY": "http://upper:3128"} if windows else base) | {"PATH": "/b"}
+
+
+@pytest.mark.parametrize("windows", [False, True])
+def test_posix_keeps_undeclared_case_twins(make_host: HostFactory, windows: bool) -> None:
+    """S6 (revised): on POSIX every undeclared twin survives as spelled, declared ones never."""
+    base = {**TWINS, "openai_api_key": "a", "OPENAI_API_KEY": "b", "Telegram_Bot_Token": "c"}
+    env = make_host(windows=windows).build_subprocess_env(base)
+    assert env == ({"FOO": "2", "bar": "x"} if windows else TWINS)
 
 
 def test_caller_extra_reaches_child_but_declared_extra_does_not(make_host: HostFactory) -> None:

@@ -26,6 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from envscope import Catalog, Host, StaticSource, Surface, Tier
 from envscope.errors import EnvscopeError, ManifestError, RoutingError
+from envscope.surfaces import MCP_SAFE_NAMES_WINDOWS
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 
 pytestmark = pytest.mark.property
@@ -40,6 +41,7 @@ PLUGINS = {"chatx": "CHATX_", "zorg": "ZORG_", "acme-bot": "ACME_BOT_"}  # dir �
 ADAPTERS = ("chatx", "zorg", "acme")
 SUFFIXES = ("_TOKEN", "_SECRET", "_KEY", "_PASSWORD", "_JSON")
 MCP_SAFE = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "SHELL", "TMPDIR"}
+MCP_SAFE_WINDOWS = set(MCP_SAFE_NAMES_WINDOWS)
 HOME_VAR, FORCE = "ENVSCOPE_HOME", "_ENVSCOPE_FORCE_"
 DECLARABLE = (
     *("CHATX_SIGNING_SECRET", "CHATX_WEBHOOK_KEY", "CHATX_WORKSPACE", "CHATX_ALLOWED_USERS"),
@@ -67,8 +69,26 @@ def has_suffix(name: str) -> bool:
 
 
 def upper_map(pairs: dict[str, str]) -> dict[str, str]:
-    """Upper-cased key → value, later spellings winning (the order the stages overlay in)."""
+    """Upper-cased key → value, later spellings winning."""
     return {k.upper(): v for k, v in pairs.items()}
+
+
+def fold(pairs: dict[str, str]) -> dict[str, str]:
+    """One spelling per name, as Windows keeps it: the upper-case one if present, else the first."""
+    chosen: dict[str, tuple[str, str]] = {}
+    for key, value in pairs.items():
+        up = key.upper()
+        if up not in chosen or (key == up and chosen[up][0] != up):
+            chosen[up] = (key, value)
+    return dict(chosen.values())
+
+
+def layered(lower: dict[str, str], upper: dict[str, str], windows: bool) -> dict[str, str]:
+    """``upper`` set over ``lower``: every spelling of each name ``upper`` sets is replaced."""
+    if windows:
+        lower, upper = fold(lower), fold(upper)
+    names = {k.upper() for k in upper}
+    return {**{k: v for k, v in lower.items() if k.upper() not in names}, **upper}
 
 
 masks = st.one_of(st.just(0), st.just(-1), st.integers(0, 2**24))
@@ -133,6 +153,7 @@ class HostMachine(RuleBasedStateMachine):
     """Random edits of a host's inputs, with the child-env invariants checked at every build."""
 
     MODE: ClassVar[Literal["raise", "deny"]] = "deny"
+    WINDOWS: ClassVar[bool] = False  # Windows names fold: no case twins in a child
 
     def __init__(self) -> None:
         super().__init__()
@@ -222,6 +243,7 @@ class HostMachine(RuleBasedStateMachine):
             multiplex=multiplex,
             fs=self.fs,
             on_unreadable_platform=self.MODE,
+            windows=self.WINDOWS,
         )
         per_home = {str(self.path(h)): dict(v) for h, v in self.sources.items()}
         host.add_secret_source(StaticSource("vault", per_home))
@@ -419,14 +441,17 @@ class HostMachine(RuleBasedStateMachine):
             assert key
             assert "=" not in key
             assert "\x00" not in key + value
-        out = {k.upper(): (k, v) for k, v in child.items()}
-        assert len(out) == len(child), "two keys equal ignoring case"
+        windows = self.WINDOWS
+        if windows:
+            assert len({k.upper() for k in child}) == len(child), "two keys equal ignoring case"
 
         target = "A" if where is None else where.rstrip("~")
         routed = self.multiplex or target != "A"
         bound = where is not None and routed
         scope = {**self.dotenv[target], **self.sources[target]} if bound else {}
-        overlay = {**upper_map(scope), **upper_map(self.managed)} if routed else {}
+        # What stages 2 and 3 set, per spelling (POSIX keeps a layer's twins; Windows one).
+        overlay_keys = layered(scope, self.managed, windows) if routed else {}
+        overlay = upper_map(overlay_keys)
         source = self.environ  # unchanged by the build (checked by the caller)
         relevant = {k.upper() for k in (*source, *overlay, *child, *POOL)}
         for h in {target, "A"} if routed else {target}:  # host.policy agrees with the model
@@ -437,7 +462,8 @@ class HostMachine(RuleBasedStateMachine):
                 assert policy.tier_of(name) is self.tier(h, name), (h, name)
         pol_t = self.host.policy(self.path(target))
         pol_l = self.host.policy(self.path("A")) if routed else pol_t
-        keep = self.host.global_names | {k.upper() for k in self.managed}
+        keep = self.host.global_names | self.catalog.network_trust
+        keep |= {k.upper() for k in self.managed}
         inherits = inherit or surface is Surface.CREDENTIALED
         residue = self.residue()
         supplied = {n.upper() for n in (*self.supplied, *(self.sources[target] if bound else ()))}
@@ -459,7 +485,7 @@ class HostMachine(RuleBasedStateMachine):
         # value of a declared name, unless the child holds that value under a declared name.
         launch_loads = (*self.dotenv["A"].items(), *self.sources["A"].items())
         inputs = (*source.items(), *scope.items(), *self.managed.items(), *launch_loads)
-        held = {v for up, (_, v) in out.items() if declared(up)}
+        held = {v for k, v in child.items() if declared(k.upper())}
         secret_values = {v for k, v in inputs if declared(k.upper()) and v not in held}
         own = upper_map(scope)
 
@@ -470,10 +496,17 @@ class HostMachine(RuleBasedStateMachine):
                 return True  # a launch-declared name: only the routed profile's own value passes
             if len(value) >= 8 and value in secret_values:
                 return True
-            allowed = up in MCP_SAFE or up in supplied or up.startswith("XDG_")
-            return mcp and (not allowed or value.startswith("()"))
+            return mcp and (not mcp_safe(up) or value.startswith("()"))
 
-        for up, (_key, value) in out.items():
+        def mcp_safe(up: str) -> bool:
+            if up in supplied:
+                return True
+            if windows:
+                return up in MCP_SAFE_WINDOWS
+            return up in MCP_SAFE or up.startswith("XDG_")
+
+        for key, value in child.items():
+            up = key.upper()
             assert not up.startswith(FORCE), up
             # Tier 1 includes a partial scan's deny prefixes (fail closed).
             assert self.tier(target, up) is not Tier.TIER1, f"Tier 1 {up} reached a child"
@@ -482,30 +515,27 @@ class HostMachine(RuleBasedStateMachine):
                 assert up not in residue, f"launch residue {up} reached a routed child"
                 assert not declared(up), f"launch-env credential {up} reached a routed child"
                 assert not gate(up), f"authorization gate {up} reached a routed child"
-            if routed and up in overlay and up != pinned:
-                assert value == overlay[up], f"{up}: the routed scope or managed value lost"
+            if routed and up in overlay and up != pinned:  # every other spelling was replaced
+                assert overlay_keys.get(key) == value, f"{key}: the scope or managed value lost"
             if mcp:
-                assert up in MCP_SAFE or up in supplied or up.startswith("XDG_") or up == pinned, up
+                assert mcp_safe(up) or up == pinned, up
                 assert not value.startswith("()"), f"a shell function reached MCP as {up}"
         if pinned and not stripped(pinned):
             home = str(self.path(target))
             assert child.get(HOME_VAR) == home or home in secret_values
 
-        # Nothing else is lost: every undeclared, non-residue base variable (one spelling
-        # per case twin) and every scope / managed value arrives, unchanged.
-        winners: dict[str, tuple[str, str]] = {}
-        for key, value in source.items():
+        # Nothing else is lost: every undeclared, non-residue base variable (every spelling
+        # on POSIX, one per name on Windows) and every scope / managed value arrives, unchanged.
+        winners = fold(source) if windows else source
+        for key, value in winners.items():
             up = key.upper()
-            if up not in winners or (key == up and winners[up][0] != up):
-                winners[up] = (key, value)
-        for up, (key, value) in winners.items():
             if up in overlay or may_lose(up, value):
                 continue
             if routed and up not in keep and (up in residue or declared(up) or gate(up)):
                 continue
-            assert out.get(up) == (key, value), f"undeclared {key} was lost or changed"
-        for up, value in overlay.items():
-            assert may_lose(up, value) or (up in out and out[up][1] == value), f"{up} lost"
+            assert child.get(key) == value, f"undeclared {key} was lost or changed"
+        for key, value in overlay_keys.items():
+            assert may_lose(key.upper(), value) or child.get(key) == value, f"{key} lost"
 
 
 class RaisingHostMachine(HostMachine):
@@ -514,12 +544,23 @@ class RaisingHostMachine(HostMachine):
     MODE: ClassVar[Literal["raise", "deny"]] = "raise"
 
 
+class WindowsHostMachine(HostMachine):
+    """The same machine with Windows semantics (``Host(windows=True)``): names fold."""
+
+    WINDOWS: ClassVar[bool] = True
+
+
 STEPS = settings(stateful_step_count=30)
 
 
 def test_host_machine_fail_closed() -> None:
     """Random host histories (deny mode) never break a child-env invariant."""
     stateful.run_state_machine_as_test(HostMachine, settings=STEPS)
+
+
+def test_host_machine_windows_semantics() -> None:
+    """Random host histories with Windows semantics: one spelling per name, same invariants."""
+    stateful.run_state_machine_as_test(WindowsHostMachine, settings=STEPS)
 
 
 def test_host_machine_raises_naming_the_file() -> None:
