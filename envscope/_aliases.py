@@ -87,7 +87,7 @@ def strip_aliases(
     secrets: SecretValues,
     *,
     declare: Declare,
-    own: Mapping[str, str],
+    own: Mapping[str, frozenset[str]],
     exempt: Collection[str],
     granted: Collection[str] = (),
     trace: Trace | None = None,
@@ -96,7 +96,7 @@ def strip_aliases(
 
     ``declare`` says whether an upper-cased name is declared: a value the
     child holds under a declared name it kept is its own to have. ``own``
-    is the routed profile's own values (upper-cased name → value): such a
+    is the routed profile's own values (upper-cased name → its spellings' values): such a
     key is compared with the scope's secrets only. ``exempt`` names
     (upper-cased) are never stripped here. ``granted`` indexes of ``out``
     (an MCP server's env block) are
@@ -118,7 +118,7 @@ def strip_aliases(
         if up in exempt or value in held:
             continue
         decl = scope.get(value)
-        if decl is None and own.get(up) != value:
+        if decl is None and value not in own.get(up, ()):
             decl = host.get(value)
         if decl is None:
             continue

@@ -61,7 +61,7 @@ class GuardRule:
         *,
         host_values: Iterable[Mapping[str, str]],
         scope: Mapping[str, str],
-        own: Mapping[str, str],
+        own: Mapping[str, frozenset[str]],
         granted: frozenset[tuple[str, str]],
     ) -> None:
         self._policy = policy
@@ -79,7 +79,7 @@ class GuardRule:
         decl = self._policy.declaration(up)
         launch = self._launch
         other = None
-        if launch is not None and not scope and self._own.get(up) != value:
+        if launch is not None and not scope and value not in self._own.get(up, ()):
             other = launch.declaration(up)
         found = None
         for d in (decl, other):

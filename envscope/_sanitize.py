@@ -46,7 +46,7 @@ class SanitizeOptions:
     ``launch_policy`` is set under routing when the launch home's policy is
     another object: a name it declares is as declared as the target's, for
     everything but the routed profile's own values (``own``: upper-cased
-    name → value). ``launch_env`` is the parent env before stage 1 (what the
+    name → the values its spellings hold). ``launch_env`` is the parent env before stage 1 (what the
     process holds, every spelling), for telling a caller's genuine ``extra``
     from a repeated launch value. ``secrets`` turns the value-alias rule on. ``fold`` says
     whether names fold (Windows: the entries are indexed upper-cased and the
@@ -63,7 +63,7 @@ class SanitizeOptions:
     surface_set: Mapping[str, str] = field(default_factory=dict)
     refuse: Callable[[str], bool] | None = None  # injection vectors extras/passthrough may not add
     launch_policy: SecretPolicy | None = None
-    own: Mapping[str, str] = field(default_factory=dict)
+    own: Mapping[str, frozenset[str]] = field(default_factory=dict)
     launch_env: Entries = field(default_factory=dict)
     secrets: SecretValues | None = None
     # On the mcp surface ``extra`` is the server's env block: the operator's grant.
@@ -86,7 +86,7 @@ class SanitizeOptions:
         """
         decl = policy.declaration(up)
         launch = self.launch_policy
-        if launch is None or (value is not None and self.own.get(up) == value):
+        if launch is None or (value is not None and value in self.own.get(up, ())):
             return decl
         other = launch.declaration(up)
         if other is None or (decl is not None and decl.tier is Tier.TIER1):

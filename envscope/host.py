@@ -94,17 +94,21 @@ def _same_file(path: str, other: str) -> bool:
         return False
 
 
-def _own_values(binding: Binding | None) -> dict[str, str]:
-    """The routed profile's own values (upper-cased): its scope minus the managed keys."""
+def _own_values(binding: Binding | None) -> dict[str, frozenset[str]]:
+    """The routed profile's own values: upper-cased name → the values of its spellings.
+
+    Its scope minus the managed keys; every spelling counts (POSIX keeps case twins).
+    """
     if binding is None:
         return {}
     origins = binding.scope_origins
     managed = OriginKind.MANAGED
-    return {
-        up: value
-        for key, value in binding.scope.items()
-        if (origin := origins.get(up := norm(key))) is None or origin.kind is not managed
-    }
+    own: dict[str, frozenset[str]] = {}
+    for key, value in binding.scope.items():
+        origin = origins.get(up := norm(key))
+        if origin is None or origin.kind is not managed:
+            own[up] = own.get(up, frozenset()) | {value}
+    return own
 
 
 class Host:

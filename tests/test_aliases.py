@@ -234,3 +234,18 @@ def test_own_scope_values_are_no_oracle_and_launch_values_never_leak(
                 assert own.get(key) == value, f"launch secret leaked as {key}"
         children.append({k: v for k, v in env.items() if k in own})
     assert children[0] == children[1] == own  # the same own keys, whatever the launch holds
+
+
+def test_own_case_twins_are_no_oracle_on_posix(
+    make_host: HostFactory, homes: dict[str, Path]
+) -> None:
+    """On POSIX both spellings of B's own name arrive, whichever equals a launch secret."""
+    host = make_host({"PATH": "/b", "TELEGRAM_BOT_TOKEN": SECRET}, windows=False)
+    host.load_launch_env()
+    for scope in (
+        {"guess": SECRET, "GUESS": "other-value-1"},
+        {"guess": "other-1", "GUESS": SECRET},
+    ):
+        with host.routed(homes["B"], scope=scope):
+            env = host.build_subprocess_env()
+        assert {k: env[k] for k in scope} == scope
