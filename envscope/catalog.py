@@ -210,7 +210,7 @@ class Catalog(_Record):
         both lines, nesting deeper than 64 levels and more than
         ``MAX_CATALOG_BYTES`` are refused, anchors and aliases too.
         """
-        from envscope._manifest_yaml import read_document
+        from envscope._yaml import read_document
 
         raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
         doc = read_document(
