@@ -313,10 +313,6 @@ class Catalog(_Record):
         """How the catalog declares a name (explicitly or by pattern), or None."""
         return self.lookup(norm(name))
 
-    def lookup_memo(self) -> dict[str, Declaration | None]:
-        """``lookup``'s memo (read-only for callers): a policy reads it inline on the spawn path."""
-        return self._memo
-
     def lookup(self, key: str) -> Declaration | None:
         """``declaration`` for an upper-cased name, memoised per catalog (the spawn path)."""
         memo = self._memo
