@@ -10,7 +10,7 @@ does no bookkeeping.
 from __future__ import annotations
 
 from envscope._declarations import Origin, OriginKind
-from envscope._residue_rule import MAX_MEMO, ResidueRule, Verdict
+from envscope._residue_rule import ResidueRule
 from envscope.errors import EnvValueError
 from envscope.policy import SecretPolicy
 from envscope.trace import Action, Reason, Stage, Trace
@@ -89,28 +89,13 @@ def strip_residue(
     """
     if rule is None:
         rule = ResidueRule(residue, keep, policies, residue_origins)
-    memo, decide = rule.memo, rule.verdict
-    for up in entries:
-        if up not in memo:
-            decide(up)  # a name the memo has not seen yet
-    if len(memo) >= MAX_MEMO:  # a full memo decides the rest per build: the plain loop
-        get: Callable[[str], Verdict | None] = decide
-        out: Entries = {}
-        dropped = list(entries)
-    else:  # every name is in the memo: the kept ones in one comprehension
-        get = memo.__getitem__
-        out = {up: item for up, item in entries.items() if get(up) is None}
-        if len(out) == len(entries):
-            return out
-        dropped = [up for up in entries if up not in out]
-    for up in dropped:
-        item = entries[up]
-        verdict = get(up)
+    out: Entries = {}
+    for up, item in entries.items():
+        verdict = rule.verdict(up)
         if verdict is None:
             out[up] = item
-            continue
-        reason, origin = verdict
-        if trace is not None:
+        elif trace is not None:
+            reason, origin = verdict
             trace.record(item[0], Action.STRIPPED, Stage.RESIDUE, reason, origin, value=item[1])
     return out
 
