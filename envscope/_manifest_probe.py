@@ -350,16 +350,15 @@ def _settle(found: CandidateProbe, expected: CandidateProbe) -> CandidateProbe:
 _by_name = operator.attrgetter("name")
 
 
-def _probe_root(
-    fs: FileSystem, root: Root, now_ns: int, expected: RootProbe | None = None
-) -> RootProbe:
-    """List one root and probe its candidates; ``expected`` (same root) is reused if unchanged."""
-    try:
-        listing = fs.scandir(root.path)
-    except OSError as exc:
-        if exc.errno == errno_mod.ENOENT:
-            return _missing_root(fs, root, expected)
-        return RootProbe(root, error=exc.errno, signature=_failure_signature(fs, root.path))
+def _plugin_dirs(
+    fs: FileSystem, root: Root, listing: list[DirEntry]
+) -> tuple[list[DirEntry], dict[str, CandidateProbe]]:
+    """A root's plugin directories by name, and the broken links among them (by path).
+
+    ``__dunder__`` entries and, in the flat root, ``platforms`` are not plugins;
+    a symlink is followed (``_follow_link``): to a file it is not a plugin, and
+    one that cannot be followed is kept as a ``BROKEN`` candidate.
+    """
     flat = root.kind is RootKind.FLAT
     dirs = [
         e
@@ -379,6 +378,20 @@ def _probe_root(
                 kept.append(e)
         dirs = kept
     dirs.sort(key=_by_name)
+    return dirs, broken
+
+
+def _probe_root(
+    fs: FileSystem, root: Root, now_ns: int, expected: RootProbe | None = None
+) -> RootProbe:
+    """List one root and probe its candidates; ``expected`` (same root) is reused if unchanged."""
+    try:
+        listing = fs.scandir(root.path)
+    except OSError as exc:
+        if exc.errno == errno_mod.ENOENT:
+            return _missing_root(fs, root, expected)
+        return RootProbe(root, error=exc.errno, signature=_failure_signature(fs, root.path))
+    dirs, broken = _plugin_dirs(fs, root, listing)
     before = () if expected is None else expected.candidates
     if len(before) != len(dirs):  # plugins came or went: probe the root afresh
         return RootProbe(

@@ -27,6 +27,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 from envscope import Catalog, Host, StaticSource, Surface, Tier
 from envscope.errors import EnvscopeError, ManifestError, RoutingError
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
+from tests.property.conftest import MACHINE_EXAMPLES
 
 pytestmark = pytest.mark.property
 
@@ -514,7 +515,7 @@ class RaisingHostMachine(HostMachine):
     MODE: ClassVar[Literal["raise", "deny"]] = "raise"
 
 
-STEPS = settings(stateful_step_count=30)
+STEPS = settings(stateful_step_count=30, max_examples=MACHINE_EXAMPLES)
 
 
 def test_host_machine_fail_closed() -> None:

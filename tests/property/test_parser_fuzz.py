@@ -398,4 +398,4 @@ def test_profile_is_known() -> None:
     assert current.deadline.total_seconds() == 1.0
     if chosen == "ci":
         assert current.derandomize is True
-        assert current.max_examples == 300
+        assert current.max_examples == 100
