@@ -648,3 +648,36 @@ def test_import_does_not_load_yaml_or_pydantic(module: str) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == ""
+
+
+def _envscope_imports(module: str) -> set[str]:
+    """The ``envscope`` modules a module's source imports (at any level)."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    assert spec is not None
+    assert spec.origin is not None
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name.split(".")[0] == "envscope"}
+
+
+@pytest.mark.parametrize(
+    ("module", "allowed"),
+    [
+        ("envscope._yaml", {"envscope.errors"}),
+        (
+            "envscope._manifest_schema",
+            {"envscope._yaml", "envscope._declarations", "envscope.errors"},
+        ),
+    ],
+)
+def test_the_reader_and_the_schema_import_one_way(module: str, allowed: set[str]) -> None:
+    """The YAML reader imports nothing of the schema (the schema imports the reader): no cycle."""
+    assert _envscope_imports(module) <= allowed
