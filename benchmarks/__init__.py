@@ -1,6 +1,7 @@
 """envscope benchmarks: ``python -m benchmarks.run`` (``make bench``).
 
 ``workloads`` generates the W1/W2 trees in a temp dir from a fixed seed;
-``run`` measures every figure of issue #5 and prints it with its target.
-See ``docs/performance.md``.
+``measure`` holds the timing helpers and the hand-written floor; ``figures``
+measures each figure against its target; ``run`` runs them all and prints the
+table. See ``docs/performance.md``.
 """

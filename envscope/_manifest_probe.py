@@ -42,10 +42,9 @@ import os
 import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from typing import NamedTuple
 
-from envscope._fs import DirEntry, FileSystem, RealFileSystem, StatResult
+from envscope._fs import DirEntry, FileSystem, StatResult
 
 __all__ = [
     "MANIFEST_NAMES",
@@ -103,11 +102,7 @@ def home_roots(home_path: str, bundled_root: str | None) -> tuple[Root, ...]:
 
 
 class Signature(NamedTuple):
-    """A file's identity and version as far as ``stat`` can tell.
-
-    A tuple, so the warm check compares a fresh ``lstat`` with it in one
-    tuple comparison (see ``_probe_root``); fields in ``of``'s order.
-    """
+    """A file's identity and version as far as ``stat`` can tell."""
 
     mode: int
     dev: int
@@ -121,16 +116,13 @@ class Signature(NamedTuple):
     @classmethod
     def of(cls, st: StatResult) -> Signature:
         """The signature of a stat result."""
-        return cls(
-            st.st_mode,
-            st.st_dev,
-            st.st_ino,
-            st.st_size,
-            st.st_mtime_ns,
-            st.st_ctime_ns,
-            st.st_uid,
-            st.st_gid,
-        )
+        return cls._make(_signature_fields(st))
+
+
+_signature_fields: Callable[[StatResult], tuple[int, ...]] = operator.attrgetter(
+    *(f"st_{name}" for name in Signature._fields)
+)
+"""A stat result's signature fields as a plain tuple (equal to its ``Signature``)."""
 
 
 class State(enum.Enum):
@@ -358,16 +350,15 @@ def _settle(found: CandidateProbe, expected: CandidateProbe) -> CandidateProbe:
 _by_name = operator.attrgetter("name")
 
 
-def _probe_root(
-    fs: FileSystem, root: Root, now_ns: int, expected: RootProbe | None = None
-) -> RootProbe:
-    """List one root and probe its candidates; ``expected`` (same root) is reused if unchanged."""
-    try:
-        listing = fs.scandir(root.path)
-    except OSError as exc:
-        if exc.errno == errno_mod.ENOENT:
-            return _missing_root(fs, root, expected)
-        return RootProbe(root, error=exc.errno, signature=_failure_signature(fs, root.path))
+def _plugin_dirs(
+    fs: FileSystem, root: Root, listing: list[DirEntry]
+) -> tuple[list[DirEntry], dict[str, CandidateProbe]]:
+    """A root's plugin directories by name, and the broken links among them (by path).
+
+    ``__dunder__`` entries and, in the flat root, ``platforms`` are not plugins;
+    a symlink is followed (``_follow_link``): to a file it is not a plugin, and
+    one that cannot be followed is kept as a ``BROKEN`` candidate.
+    """
     flat = root.kind is RootKind.FLAT
     dirs = [
         e
@@ -387,6 +378,20 @@ def _probe_root(
                 kept.append(e)
         dirs = kept
     dirs.sort(key=_by_name)
+    return dirs, broken
+
+
+def _probe_root(
+    fs: FileSystem, root: Root, now_ns: int, expected: RootProbe | None = None
+) -> RootProbe:
+    """List one root and probe its candidates; ``expected`` (same root) is reused if unchanged."""
+    try:
+        listing = fs.scandir(root.path)
+    except OSError as exc:
+        if exc.errno == errno_mod.ENOENT:
+            return _missing_root(fs, root, expected)
+        return RootProbe(root, error=exc.errno, signature=_failure_signature(fs, root.path))
+    dirs, broken = _plugin_dirs(fs, root, listing)
     before = () if expected is None else expected.candidates
     if len(before) != len(dirs):  # plugins came or went: probe the root afresh
         return RootProbe(
@@ -394,14 +399,9 @@ def _probe_root(
             candidates=tuple(broken.get(e.path) or _probe_manifest(fs, e, now_ns) for e in dirs),
         )
     # The warm path, once per candidate manifest on every spawn: a plain candidate
-    # (a settled regular plugin.yaml) is rechecked with one lstat and one tuple
+    # (a settled regular plugin.yaml) is rechecked with one lstat and one signature
     # comparison, and comes back as the same object when unchanged.
     settled_ns = now_ns - RACY_WINDOW_NS
-    # fs.stat(path, follow_symlinks=False); for exactly RealFileSystem (a subclass may
-    # count or inject faults) that is os.lstat itself: no Python frame per manifest.
-    lstat: Callable[[str], StatResult] = (
-        os.lstat if type(fs) is RealFileSystem else partial(fs.stat, follow_symlinks=False)
-    )
     same = True
     found = []
     for entry, old in zip(dirs, before, strict=True):
@@ -418,23 +418,14 @@ def _probe_root(
             cand = _settle(_probe_manifest(fs, entry, now_ns, expected=old), old)
         else:
             try:
-                st = lstat(old.manifest)
+                st = fs.stat(old.manifest, follow_symlinks=False)
             except OSError as exc:
                 cand = _settle(_probe_manifest(fs, entry, now_ns, exc, expected=old), old)
             else:
                 sig = old.signature
                 # Equal modes mean still regular (the cached one is); a timestamp
                 # newer than now minus the racy window is racy.
-                if (
-                    st.st_mode,
-                    st.st_dev,
-                    st.st_ino,
-                    st.st_size,
-                    st.st_mtime_ns,
-                    st.st_ctime_ns,
-                    st.st_uid,
-                    st.st_gid,
-                ) == sig and sig.mtime_ns <= settled_ns >= sig.ctime_ns:
+                if _signature_fields(st) == sig and sig.mtime_ns <= settled_ns >= sig.ctime_ns:
                     found.append(old)
                     continue
                 cand = _settle(_probe_manifest(fs, entry, now_ns, st, expected=old), old)

@@ -75,12 +75,7 @@ from envscope._manifest_probe import (
     home_roots,
     probe,
 )
-from envscope._manifest_schema import (
-    MAX_MANIFEST_BYTES,
-    PLATFORM_KIND,
-    entry_is_secret,
-    read_manifest,
-)
+from envscope._manifest_schema import MAX_MANIFEST_BYTES, parse_manifest
 from envscope.errors import ManifestError
 
 __all__ = [
@@ -207,23 +202,24 @@ class _Builder:
         if cand.signature is None or len(data) != cand.signature.size:
             fail("manifest changed while it was read (its size differs from the probe's)")
             return None
-        try:  # parse_manifest's checks, without its frozen objects (this runs per manifest)
-            _, kind, entries = read_manifest(data, cand.manifest)
+        try:
+            manifest = parse_manifest(data, cand.manifest)
         except ManifestError as exc:
             fail(exc.message, line=exc.line, fld=exc.field)
             return None
-        if not (root.kind.is_platform or kind == PLATFORM_KIND):
+        if not (root.kind.is_platform or manifest.is_platform):
             return Parsed(False, "", ())
         secrets: dict[str, Declaration] = {}
-        dirname, manifest = cand.dirname, cand.manifest
-        for entry, _, _, line, secret, category in entries:
-            if not entry_is_secret(entry, secret, category):
+        for entry in manifest.entries:
+            if not entry.is_secret:
                 continue
-            name = norm(entry)
+            name = norm(entry.name)
             if name not in secrets:  # the first declaration of a name is kept
-                origin = Origin(OriginKind.MANIFEST, dirname, path=manifest, line=line)
+                origin = Origin(
+                    OriginKind.MANIFEST, cand.dirname, path=cand.manifest, line=entry.line
+                )
                 secrets[name] = Declaration(name, Tier.TIER1, origin)
-        return Parsed(True, _plugin_prefix(dirname), tuple(secrets.values()))
+        return Parsed(True, _plugin_prefix(cand.dirname), tuple(secrets.values()))
 
 
 def scan(

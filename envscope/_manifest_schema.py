@@ -12,26 +12,21 @@ A manifest (``plugin.yaml``) declares the environment a plugin needs::
         category: messaging             # only none/messaging count toward secrets
     optional_env: []
 
-The YAML is read by ``_manifest_yaml`` (safe, no aliases, depth ≤ 64, no
-duplicate keys, UTF-8, ≤ 256 KiB) and validated here with pydantic in strict
-mode (no coercion: ``secret: "yes"`` is an error; unknown fields are ignored).
-Every failure is a ``ManifestError`` naming the file, the line where known and
-the field path (``requires_env[2].secret``); no message repeats a value.
-
-A well-formed document is validated by ``_fast_check``, which accepts only what
-the models accept, with the same result; anything else (every error included)
-goes to the models. ``read_manifest`` is ``parse_manifest`` without the frozen
-objects, for the scan. Neither PyYAML nor pydantic is imported until the first
-``parse_manifest``, and pydantic only once a document needs the models.
+The YAML is read by ``_yaml`` (safe, no aliases, depth ≤ 64, no duplicate
+keys, UTF-8, ≤ 256 KiB) and validated here with pydantic in strict mode (no
+coercion: ``secret: "yes"`` is an error; unknown fields are ignored). Every
+failure is a ``ManifestError`` naming the file, the line where known and the
+field path (``requires_env[2].secret``); no message repeats a value. Neither
+PyYAML nor pydantic is imported until the first ``parse_manifest``.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from envscope._declarations import has_secret_suffix
 from envscope.errors import ManifestError
@@ -39,15 +34,14 @@ from envscope.errors import ManifestError
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
 
-    from envscope._manifest_yaml import Document
+    from envscope._yaml import Document
 
 __all__ = [
     "MAX_MANIFEST_BYTES",
     "Manifest",
     "ManifestEntry",
-    "entry_is_secret",
+    "env_name_problem",
     "parse_manifest",
-    "read_manifest",
 ]
 
 MAX_MANIFEST_BYTES = 256 * 1024
@@ -75,16 +69,11 @@ class ManifestEntry:
     @property
     def is_secret(self) -> bool:
         """Explicitly secret, or secret-suffixed and not ``secret: false`` (counting entries)."""
-        return entry_is_secret(self.name, self.secret, self.category)
-
-
-def entry_is_secret(name: str, secret: bool | None, category: str | None) -> bool:
-    """``ManifestEntry.is_secret`` for an entry's parts (the scan reads ``RawEntry`` tuples)."""
-    if category not in COUNTED_CATEGORIES:
-        return False
-    if secret is not None:
-        return secret
-    return has_secret_suffix(name)
+        if not self.counts:
+            return False
+        if self.secret is not None:
+            return self.secret
+        return has_secret_suffix(self.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,53 +89,6 @@ class Manifest:
     def is_platform(self) -> bool:
         """True when the manifest says ``kind: platform``."""
         return self.kind == PLATFORM_KIND
-
-
-class _Entry(NamedTuple):
-    name: str
-    secret: bool | None
-    category: str | None
-
-
-_EntryParts = tuple[str, bool | None, str | None]  # an _Entry, or a plain tuple of its parts
-
-
-class _Checked(NamedTuple):
-    name: str | None
-    kind: str | None
-    sections: Mapping[str, Sequence[_EntryParts]]
-
-
-_YAML_TYPE_NAMES = {
-    "str": "string",
-    "int": "integer",
-    "float": "float",
-    "bool": "boolean",
-    "NoneType": "null",
-    "list": "sequence",
-    "dict": "mapping",
-    "datetime": "timestamp",
-    "date": "date",
-}
-
-
-def yaml_type_name(value: object) -> str:
-    """The YAML word for a value's type (``string``, ``integer``, ``mapping``…); never the value."""
-    name = type(value).__name__
-    return _YAML_TYPE_NAMES.get(name, name)
-
-
-def render_path(path: tuple[object, ...]) -> str:
-    """``("requires_env", 2, "secret")`` → ``requires_env[2].secret``."""
-    out = ""
-    for part in path:
-        if isinstance(part, int) and not isinstance(part, bool):
-            out += f"[{part}]"
-        elif isinstance(part, str):
-            out += f".{part}" if out else part
-        else:
-            out += f"[<{yaml_type_name(part)} key>]"
-    return out
 
 
 # One search for what ``env_name_problem`` refuses: ``=``, NUL, or a character
@@ -170,7 +112,7 @@ def env_name_problem(name: str) -> str | None:
 
 
 @functools.cache
-def _validator() -> Callable[[object], _Checked]:
+def _validator() -> Callable[[Document, str], Manifest]:
     """Build the pydantic models on first use (keeps ``import envscope`` free of pydantic)."""
     from pydantic import BaseModel, ConfigDict, field_validator, model_validator
     from pydantic_core import PydanticCustomError
@@ -219,82 +161,22 @@ def _validator() -> Callable[[object], _Checked]:
         requires_env: list[EnvEntry] | None = None
         optional_env: list[EnvEntry] | None = None
 
-    def validate(doc: object) -> _Checked:
-        model = ManifestModel.model_validate(doc)
-        sections = {
-            section: [
-                _Entry(e.name, e.secret if e.secret is not None else e.password, e.category)
-                for e in (getattr(model, section) or ())
-            ]
+    def validate(doc: Document, path: str) -> Manifest:
+        model = ManifestModel.model_validate(doc.root)
+        entries = tuple(
+            ManifestEntry(
+                entry.name,
+                f"{section}[{index}]",
+                doc.lines.get((section, index)),
+                entry.password if entry.secret is None else entry.secret,
+                entry.category,
+            )
             for section in ENV_SECTIONS
-        }
-        return _Checked(model.name, model.kind, sections)
+            for index, entry in enumerate(getattr(model, section) or ())
+        )
+        return Manifest(path, model.name, model.kind, entries)
 
     return validate
-
-
-# The type each entry field must have when present and not null (strict: no coercion).
-_ENTRY_TYPES: Mapping[object, type] = {
-    "name": str,
-    "description": str,
-    "url": str,
-    "prompt": str,
-    "category": str,
-    "secret": bool,
-    "password": bool,
-}
-
-
-def _fine_name(name: str) -> bool:
-    """``env_name_problem(name) is None``, with no regex for an ASCII identifier."""
-    if name.isascii() and name.isidentifier():
-        return True  # letters, digits and "_": no "=", NUL or whitespace
-    return bool(name) and _NOT_IN_A_NAME.search(name) is None
-
-
-def _fast_check(root: dict[object, object]) -> _Checked | None:
-    """What the pydantic models make of a well-formed manifest; None for anything else.
-
-    It accepts only what ``_validator()`` accepts, with the same result: exact
-    ``str``/``bool``/``list``/``dict`` types (strict mode), valid names, agreeing
-    flags. Any doubt returns None and the models decide (and word the error).
-    """
-    get = root.get
-    name, kind = get("name"), get("kind")
-    if (name is not None and type(name) is not str) or (kind is not None and type(kind) is not str):
-        return None
-    sections: dict[str, Sequence[_EntryParts]] = {}
-    types = _ENTRY_TYPES
-    for section in ENV_SECTIONS:
-        items = get(section)
-        if items is None:
-            sections[section] = ()
-            continue
-        if type(items) is not list:
-            return None
-        entries: list[_EntryParts] = []
-        for item in items:
-            if type(item) is str:  # a bare name
-                if not _fine_name(item):
-                    return None
-                entries.append((item, None, None))
-                continue
-            if type(item) is not dict:
-                return None
-            for key, value in item.items():
-                if value is not None and key in types and type(value) is not types[key]:
-                    return None
-            entry_name = item.get("name")
-            if entry_name is None or not _fine_name(entry_name):
-                return None
-            secret, password = item.get("secret"), item.get("password")
-            if secret is None:
-                secret = password
-            elif password is not None and password is not secret:
-                return None
-            entries.append((entry_name, secret, item.get("category")))
-        sections[section] = entries
-    return _Checked(name, kind, sections)
 
 
 _MESSAGES = {
@@ -316,6 +198,8 @@ def _locate(doc: Document, loc: tuple[int | str, ...]) -> tuple[str, int | None]
     on into a scalar (a bare-string entry checked as ``.name``), the field
     stops at the scalar: ``requires_env[3]`` rather than ``requires_env[3].name``.
     """
+    from envscope._yaml import render_path
+
     node: object = doc.root
     depth = 0
     for part in loc:
@@ -329,6 +213,9 @@ def _locate(doc: Document, loc: tuple[int | str, ...]) -> tuple[str, int | None]
 
 
 def _error(doc: Document, path: str, errors: Sequence[ErrorDetails]) -> ManifestError:
+    """The first problem in the file (by line) as a ``ManifestError``, with a count of the rest."""
+    from envscope._yaml import yaml_type_name
+
     located = []
     for err in errors:
         loc = tuple(err["loc"])
@@ -350,20 +237,20 @@ def _error(doc: Document, path: str, errors: Sequence[ErrorDetails]) -> Manifest
     return ManifestError(path, message, line=line, field=field or None)
 
 
-RawEntry = tuple[str, str, int, int | None, bool | None, str | None]
-"""An entry as ``read_manifest`` gives it: (name, section, index, line, secret, category)."""
+def parse_manifest(data: bytes, path: str) -> Manifest:
+    """Parse and validate manifest bytes read from ``path``.
 
-
-def read_manifest(data: bytes, path: str) -> tuple[str | None, str | None, list[RawEntry]]:
-    """``parse_manifest`` without building the frozen objects: (name, kind, entries).
-
-    For the scan, which reads every manifest of a home: the same checks and the
-    same ``ManifestError``; each entry as a ``RawEntry`` tuple.
+    Raises ``ManifestError`` (naming ``path``, the line where known and the
+    field path) for anything unreadable, unparsable or invalid.
     """
-    from envscope._manifest_yaml import read_document
+    from pydantic import ValidationError
+
+    from envscope._yaml import read_document, yaml_type_name
 
     path = str(path)
-    doc = read_document(bytes(data), path)
+    doc = read_document(
+        bytes(data), path, error=ManifestError, kind="manifest", max_bytes=MAX_MANIFEST_BYTES
+    )
     if doc.empty:
         raise ManifestError(path, "a manifest must be a mapping; the file has no YAML content")
     if not isinstance(doc.root, dict):
@@ -372,38 +259,8 @@ def read_manifest(data: bytes, path: str) -> tuple[str | None, str | None, list[
             f"a manifest must be a mapping, got {yaml_type_name(doc.root)}",
             line=doc.lines.get(()),
         )
-    checked = _fast_check(doc.root)
-    if checked is None:  # not the common shape: the pydantic models decide, and word the error
-        checked = _validated(doc, path)
-    lines = doc.lines
-    entries = [
-        (name, section, index, lines.get((section, index)), secret, category)
-        for section in ENV_SECTIONS
-        for index, (name, secret, category) in enumerate(checked.sections[section])
-    ]
-    return checked.name, checked.kind, entries
-
-
-def _validated(doc: Document, path: str) -> _Checked:
-    """The pydantic models' reading; the error is raised outside the handler (no context)."""
-    from pydantic import ValidationError
-
     try:
-        return _validator()(doc.root)
+        return _validator()(doc, path)
     except ValidationError as exc:  # it holds the input values: keep it out of the chain
         failure = _error(doc, path, exc.errors(include_url=False))
-    raise failure
-
-
-def parse_manifest(data: bytes, path: str) -> Manifest:
-    """Parse and validate manifest bytes read from ``path``.
-
-    Raises ``ManifestError`` (naming ``path``, the line where known and the
-    field path) for anything unreadable, unparsable or invalid.
-    """
-    name, kind, raw = read_manifest(data, path)
-    entries = tuple(
-        ManifestEntry(entry, f"{section}[{index}]", line, secret, category)
-        for entry, section, index, line, secret, category in raw
-    )
-    return Manifest(path=str(path), name=name, kind=kind, entries=entries)
+    raise failure  # outside the handler: the error has no __context__

@@ -217,7 +217,7 @@ class Catalog(_Record):
         both lines, nesting deeper than 64 levels and more than
         ``MAX_CATALOG_BYTES`` are refused, anchors and aliases too.
         """
-        from envscope._manifest_yaml import read_document
+        from envscope._yaml import read_document
 
         raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
         doc = read_document(
@@ -320,10 +320,6 @@ class Catalog(_Record):
     def declaration(self, name: str) -> Declaration | None:
         """How the catalog declares a name (explicitly or by pattern), or None."""
         return self.lookup(norm(name))
-
-    def lookup_memo(self) -> dict[str, Declaration | None]:
-        """``lookup``'s memo (read-only for callers): a policy reads it inline on the spawn path."""
-        return self._memo
 
     def lookup(self, key: str) -> Declaration | None:
         """``declaration`` for an upper-cased name, memoised per catalog (the spawn path)."""

@@ -207,7 +207,7 @@ def load_config(path: str, *, trusted: bool = True) -> HostConfig:
     """
     import pydantic
 
-    from envscope._manifest_yaml import read_document
+    from envscope._yaml import read_document
 
     if not trusted:
         check_trusted(path, ConfigFileError, "config")

@@ -168,7 +168,7 @@ def _read(path: str) -> Any:
 
     data = read_file(path, max_bytes=_MAX_CONFIG_BYTES, error=ConfigFileError, what="MCP config")
     if not path.endswith(".json"):
-        from envscope._manifest_yaml import read_document
+        from envscope._yaml import read_document
 
         kind = "MCP config"
         return read_document(

@@ -54,7 +54,6 @@ _GATE_NOUNS = frozenset(
         "ADMINS", "OWNERS", "CONTACTS", "NUMBERS", "MENTION", "MENTIONS",
     }
 )  # fmt: skip
-_MISSING = object()
 
 
 class Adapter:
@@ -157,7 +156,6 @@ class SecretPolicy:
     """
 
     __slots__ = (
-        "_catalog_memo",
         "_deny",
         "_explicit",
         "_gate_prefixes",
@@ -179,7 +177,6 @@ class SecretPolicy:
     _tier2: frozenset[str] | None
     _reasons: Mapping[str, Origin] | None
     _gate_prefixes: tuple[str, ...]
-    _catalog_memo: dict[str, Declaration | None]
     _deny: tuple[tuple[str, Origin], ...]
     complete: bool
     problems: tuple[Problem, ...]
@@ -264,7 +261,6 @@ class SecretPolicy:
         store(self, "platform_prefixes", platform_prefixes)
         store(self, "generation", generation)
         store(self, "_gate_prefixes", tuple(sorted(platform_prefixes)))
-        store(self, "_catalog_memo", catalog.lookup_memo())
         store(self, "_deny", tuple(deny_prefixes.items()))
         store(self, "_explicit", None)
         store(self, "_tier1", None)
@@ -356,8 +352,7 @@ class SecretPolicy:
         found = self._own.get(key)
         if found is not None:
             return found
-        memo = self._catalog_memo.get(key, _MISSING)  # catalog.lookup(key), inlined
-        found = self.catalog.lookup(key) if memo is _MISSING else memo  # type: ignore[assignment]
+        found = self.catalog.lookup(key)
         if found is not None:
             return found
         if self._deny and key.endswith(SECRET_SUFFIXES):

@@ -15,7 +15,7 @@ an optional ``Trace``; without one it does no bookkeeping.
 from __future__ import annotations
 
 from envscope._declarations import Origin, OriginKind
-from envscope._residue_rule import MAX_MEMO, ResidueRule, Verdict
+from envscope._residue_rule import ResidueRule
 from envscope.errors import EnvValueError
 from envscope.policy import SecretPolicy
 from envscope.trace import Action, Reason, Stage, Trace
@@ -150,28 +150,13 @@ def strip_residue(
     """
     if rule is None:
         rule = ResidueRule(residue, keep, policies, residue_origins)
-    memo, decide = rule.memo, rule.verdict
-    for idx in entries:
-        if idx not in memo:
-            decide(idx)  # a name the memo has not seen yet
-    if len(memo) >= MAX_MEMO:  # a full memo decides the rest per build: the plain loop
-        get: Callable[[str], Verdict | None] = decide
-        out: Entries = {}
-        dropped = list(entries)
-    else:  # every name is in the memo: the kept ones in one comprehension
-        get = memo.__getitem__
-        out = {up: item for up, item in entries.items() if get(up) is None}
-        if len(out) == len(entries):
-            return out
-        dropped = [up for up in entries if up not in out]
-    for up in dropped:
-        item = entries[up]
-        verdict = get(up)
+    out: Entries = {}
+    for idx, item in entries.items():
+        verdict = rule.verdict(idx)
         if verdict is None:
-            out[up] = item
-            continue
-        reason, origin = verdict
-        if trace is not None:
+            out[idx] = item
+        elif trace is not None:
+            reason, origin = verdict
             trace.record(item[0], Action.STRIPPED, Stage.RESIDUE, reason, origin, value=item[1])
     return out
 

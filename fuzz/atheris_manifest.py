@@ -20,7 +20,7 @@ import atheris  # type: ignore[import-untyped, import-not-found, unused-ignore]
 with atheris.instrument_imports():
     import yaml
 
-    import envscope._manifest_yaml as manifest_yaml
+    import envscope._yaml as yaml_reader
     from envscope._manifest_schema import parse_manifest
     from envscope.errors import ManifestError
 
@@ -46,13 +46,13 @@ def check(data: bytes) -> None:
 
 def test_one_input(data: bytes) -> None:
     """One libFuzzer input, parsed with each loader in turn."""
-    original = manifest_yaml._loader_class
+    original = yaml_reader._loader_class
     try:
         for loader in LOADERS:
-            manifest_yaml._loader_class = lambda loader=loader: loader  # type: ignore[misc]
+            yaml_reader._loader_class = lambda loader=loader: loader  # type: ignore[misc]
             check(data)
     finally:
-        manifest_yaml._loader_class = original
+        yaml_reader._loader_class = original
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import pytest
 import yaml
 
-import envscope._manifest_yaml as manifest_yaml
+import envscope._yaml as yaml_reader
 from envscope._manifest_schema import parse_manifest
 from envscope.errors import ManifestError
 
@@ -72,7 +72,7 @@ def document_tokens(data: bytes) -> set[str]:
 def loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> type:
     """Run each corpus case with libyaml's loader and with the pure-Python loader."""
     cls: type = request.param
-    monkeypatch.setattr(manifest_yaml, "_loader_class", lambda: cls)
+    monkeypatch.setattr(yaml_reader, "_loader_class", lambda: cls)
     return cls
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import envscope._manifest_yaml as manifest_yaml
+import envscope._yaml as yaml_reader
 from envscope._manifest_schema import (
     MAX_MANIFEST_BYTES,
     Manifest,
@@ -32,7 +33,7 @@ LOADERS = [
 def loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> type:
     """Run the test once with libyaml's loader (when built) and once with the pure-Python one."""
     cls: type = request.param
-    monkeypatch.setattr(manifest_yaml, "_loader_class", lambda: cls)
+    monkeypatch.setattr(yaml_reader, "_loader_class", lambda: cls)
     return cls
 
 
@@ -304,6 +305,12 @@ def test_invalid_env_names_are_rejected(name: str, problem: str, style: str) -> 
     assert err.message == f"is not a valid environment variable name: {problem}"
 
 
+def test_name_check_matches_str_isspace_for_every_code_point() -> None:
+    """The regex ``\\s`` the name check uses is exactly ``str.isspace``, character by character."""
+    every = "".join(map(chr, range(sys.maxunicode + 1)))
+    assert set(re.findall(r"\s", every)) == {char for char in every if char.isspace()}
+
+
 def test_first_error_in_file_order_is_reported_with_a_count() -> None:
     """With several schema errors, the earliest line is reported and the rest are counted."""
     err = fails("requires_env:\n  - name: A\n    secret: 1\nname: 3\noptional_env: x\n")
@@ -338,7 +345,7 @@ def test_size_limit_is_checked_before_parsing(monkeypatch: pytest.MonkeyPatch) -
     def no_parse() -> None:
         raise AssertionError("parser called")
 
-    monkeypatch.setattr(manifest_yaml, "_loader_class", no_parse)
+    monkeypatch.setattr(yaml_reader, "_loader_class", no_parse)
     err = fails(b"#" * (MAX_MANIFEST_BYTES + 1))
     assert MAX_MANIFEST_BYTES == 256 * 1024
     assert err.line is None
@@ -402,7 +409,7 @@ def test_recursion_error_from_the_parser_becomes_manifest_error(
         def dispose(self) -> None:
             self.disposed = True
 
-    monkeypatch.setattr(manifest_yaml, "_loader_class", lambda: Exploding)
+    monkeypatch.setattr(yaml_reader, "_loader_class", lambda: Exploding)
     err = fails("a: b\n")
     assert err.message == "nesting is deeper than 64 levels"
 
@@ -470,7 +477,7 @@ def test_unmarked_yaml_errors_become_manifest_errors(
         def dispose(self) -> None:
             pass
 
-    monkeypatch.setattr(manifest_yaml, "_loader_class", lambda: Failing)
+    monkeypatch.setattr(yaml_reader, "_loader_class", lambda: Failing)
     err = fails("a: b\n")
     assert (err.line, err.field, err.message) == (None, None, message)
 
@@ -582,7 +589,7 @@ def test_complex_keys_are_refused(loader: type) -> None:
 
 def test_pure_python_messages_do_not_quote_the_document(monkeypatch: pytest.MonkeyPatch) -> None:
     """PyYAML's quoted fragments of the document (tag handles, long tokens) are redacted."""
-    monkeypatch.setattr(manifest_yaml, "_loader_class", lambda: yaml.SafeLoader)
+    monkeypatch.setattr(yaml_reader, "_loader_class", lambda: yaml.SafeLoader)
     err = fails("x: !sk-live-abcdef!tail value\n")
     assert "sk-live" not in str(err)
     assert err.message.startswith("invalid YAML: ")
@@ -621,7 +628,7 @@ def test_yaml_like_text_parses_or_raises_manifest_error(text: str) -> None:
     """YAML-ish token soup either parses or raises ManifestError (with libyaml and pure Python)."""
     for cls in {getattr(yaml, "CSafeLoader", yaml.SafeLoader), yaml.SafeLoader}:
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(manifest_yaml, "_loader_class", lambda cls=cls: cls)
+            patch.setattr(yaml_reader, "_loader_class", lambda cls=cls: cls)
             result = attempt(text.encode(), "soup.yaml")
             assert isinstance(result, Manifest) or result.path == "soup.yaml"
 
@@ -641,3 +648,36 @@ def test_import_does_not_load_yaml_or_pydantic(module: str) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == ""
+
+
+def _envscope_imports(module: str) -> set[str]:
+    """The ``envscope`` modules a module's source imports (at any level)."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    assert spec is not None
+    assert spec.origin is not None
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name.split(".")[0] == "envscope"}
+
+
+@pytest.mark.parametrize(
+    ("module", "allowed"),
+    [
+        ("envscope._yaml", {"envscope.errors"}),
+        (
+            "envscope._manifest_schema",
+            {"envscope._yaml", "envscope._declarations", "envscope.errors"},
+        ),
+    ],
+)
+def test_the_reader_and_the_schema_import_one_way(module: str, allowed: set[str]) -> None:
+    """The YAML reader imports nothing of the schema (the schema imports the reader): no cycle."""
+    assert _envscope_imports(module) <= allowed

@@ -1,7 +1,8 @@
 """Concurrency soak: many threads build children for many homes while manifests and environ churn.
 
-16 threads × 500 builds across 8 homes (``ENVSCOPE_SOAK_THREADS``,
-``ENVSCOPE_SOAK_BUILDS``, ``ENVSCOPE_SOAK_HOMES`` scale it), while one thread
+16 threads × 150 builds across 8 homes (``ENVSCOPE_SOAK_THREADS``,
+``ENVSCOPE_SOAK_BUILDS``, ``ENVSCOPE_SOAK_HOMES`` scale it; ``make fuzz`` runs
+16 × 2,000), while one thread
 rewrites every home's manifest (``os.replace`` and in place, two versions that
 share a name) every few milliseconds and another adds and removes unrelated
 keys in the host's ``environ`` dict. Every build must:
@@ -28,7 +29,7 @@ import pytest
 from envscope import Catalog, Host, Surface
 
 THREADS = int(os.environ.get("ENVSCOPE_SOAK_THREADS", "16"))
-BUILDS = int(os.environ.get("ENVSCOPE_SOAK_BUILDS", "500"))
+BUILDS = int(os.environ.get("ENVSCOPE_SOAK_BUILDS", "150"))
 HOMES = int(os.environ.get("ENVSCOPE_SOAK_HOMES", "8"))
 WATCHDOG_S = 120.0  # against a deadlock only; the run takes seconds
 REWRITE_EVERY_S = 0.003
@@ -174,7 +175,7 @@ def worker(
 
 
 def test_soak_no_leak_no_error_one_policy_per_build(tmp_path: Path) -> None:
-    """16×500 concurrent builds over 8 churning homes: zero leaks, errors, mixed policies."""
+    """16×150 concurrent builds over 8 churning homes: zero leaks, errors, mixed policies."""
     launch, homes = make_homes(tmp_path, HOMES)
     names = {name for home in homes for name in home.names}
     environ = {

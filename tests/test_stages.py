@@ -41,7 +41,6 @@ def test_to_entries_collapses_case_twins(env: dict[str, str], expected: dict[str
 def test_strip_residue_with_a_full_memo(monkeypatch: pytest.MonkeyPatch, memo_size: int) -> None:
     """A rule whose memo is full decides the rest per build: same result, same order, same trace."""
     import envscope._residue_rule as residue_rule
-    import envscope.stages as stages_module
 
     env = {"PATH": "/b", "A_MARKER": "a", "OPENAI_API_KEY": "k", "K": "v", "Z_TOKEN": "z"}
     residue, keep = frozenset({"A_MARKER", "PATH"}), frozenset({"PATH"})
@@ -50,7 +49,6 @@ def test_strip_residue_with_a_full_memo(monkeypatch: pytest.MonkeyPatch, memo_si
         to_entries(env), residue=residue, keep=keep, policies=(POLICY,), trace=expected_trace
     )
     monkeypatch.setattr(residue_rule, "MAX_MEMO", memo_size)
-    monkeypatch.setattr(stages_module, "MAX_MEMO", memo_size)
     rule = residue_rule.ResidueRule(residue, keep, (POLICY,))
     for _ in range(2):
         trace = Trace()

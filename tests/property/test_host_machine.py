@@ -28,6 +28,7 @@ from envscope import Catalog, Host, StaticSource, Surface, Tier
 from envscope.errors import EnvscopeError, ManifestError, RoutingError
 from envscope.surfaces import MCP_SAFE_NAMES_WINDOWS
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
+from tests.property.conftest import MACHINE_EXAMPLES
 
 pytestmark = pytest.mark.property
 
@@ -550,7 +551,7 @@ class WindowsHostMachine(HostMachine):
     WINDOWS: ClassVar[bool] = True
 
 
-STEPS = settings(stateful_step_count=30)
+STEPS = settings(stateful_step_count=30, max_examples=MACHINE_EXAMPLES)
 
 
 def test_host_machine_fail_closed() -> None:

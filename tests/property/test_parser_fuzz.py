@@ -1,7 +1,7 @@
 """Property tests: the dotenv and manifest parsers never crash, hang or yield an invalid name.
 
 Every test here is marked ``property`` and runs under the profile chosen in
-``conftest.py`` (``ci`` by default: derandomized, 300 examples, 1 s deadline).
+``conftest.py`` (``ci`` by default: derandomized, 100 examples, 1 s deadline).
 """
 
 from __future__ import annotations
@@ -398,4 +398,4 @@ def test_profile_is_known() -> None:
     assert current.deadline.total_seconds() == 1.0
     if chosen == "ci":
         assert current.derandomize is True
-        assert current.max_examples == 300
+        assert current.max_examples == 100
