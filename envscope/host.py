@@ -15,12 +15,6 @@ import threading
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from envscope import stages
-from envscope._aliases import SecretValues
-from envscope._binding import Binding, BuildMemo
-from envscope._declarations import Declaration, HomeDeclarations, Origin, OriginKind, norm
-from envscope._dotenv import read_dotenv
-from envscope._guard_rule import GuardRule
 from envscope._inputs import (
     DEFAULT_MAX_ENV_BYTES,
     WINDOWS,
@@ -30,22 +24,28 @@ from envscope._inputs import (
     snapshot_env,
     valid_name,
 )
-from envscope._residue_rule import ResidueRule
-from envscope._sanitize import SanitizeOptions, sanitize
-from envscope.catalog import Catalog
+from envscope.audit.trace import Trace, keep_value
 from envscope.errors import ConfigurationError, RoutingError
-from envscope.policy import AdapterCensus, SecretPolicy, build_policy
-from envscope.surfaces import BaseFilter, Surface, SurfacePolicy, mcp_allowlist
-from envscope.trace import Trace, keep_value
+from envscope.files._dotenv import read_dotenv
+from envscope.pipeline import stages
+from envscope.pipeline._aliases import SecretValues
+from envscope.pipeline._binding import Binding, BuildMemo
+from envscope.pipeline._guard_rule import GuardRule
+from envscope.pipeline._residue_rule import ResidueRule
+from envscope.pipeline._sanitize import SanitizeOptions, sanitize
+from envscope.policy._declarations import Declaration, HomeDeclarations, Origin, OriginKind, norm
+from envscope.policy._secret_policy import AdapterCensus, SecretPolicy, build_policy
+from envscope.policy.catalog import Catalog
+from envscope.policy.surfaces import BaseFilter, Surface, SurfacePolicy, mcp_allowlist
 
 TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, MutableMapping, Sequence
     from typing import Literal
 
-    from envscope._fs import FileSystem
-    from envscope._manifest_cache import ManifestCache
-    from envscope.sources import SecretSource
+    from envscope.files._fs import FileSystem
+    from envscope.manifests._cache import ManifestCache
+    from envscope.policy.sources import SecretSource
 
 __all__ = ["Binding", "Host", "home_identity"]
 
@@ -214,7 +214,7 @@ class Host:
         The names in the source's optional ``credential_names`` become Tier 1 in
         this host's catalog (every home, every surface); cached policies are dropped.
         """
-        from envscope.sources import credential_names_of
+        from envscope.policy.sources import credential_names_of
 
         names = credential_names_of(source)
         with self._lock:
@@ -390,7 +390,7 @@ class Host:
         """The host's manifest cache (created on first use: it imports cachetools)."""
         cache = self._manifests
         if cache is None:
-            from envscope._manifest_cache import ManifestCache
+            from envscope.manifests._cache import ManifestCache
 
             with self._lock:
                 if self._manifests is None:
@@ -639,7 +639,9 @@ class Host:
         child = sanitize(entries, policy, options, trace=trace)
         stages.validate_block(child, max_total_bytes=self._max_env_bytes, trace=trace)
         if trace is not None:
-            from envscope._findings import finish_trace  # loads re: only a traced build needs it
+            from envscope.audit._findings import (
+                finish_trace,  # loads re: only a traced build needs it
+            )
 
             finish_trace(
                 trace,
@@ -680,7 +682,7 @@ class Host:
     def _key(self) -> bytes:
         key = self._fingerprint_key
         if key is None:
-            from envscope._fingerprint import FINGERPRINT_ENV, load_or_create_key
+            from envscope.audit._fingerprint import FINGERPRINT_ENV, load_or_create_key
 
             key = load_or_create_key(self.launch_home, self._environ.get(FINGERPRINT_ENV))
             self._fingerprint_key = key
@@ -688,13 +690,13 @@ class Host:
 
     def fingerprint(self, name: str, value: str) -> str:
         """A short keyed fingerprint of ``name=value`` (the key is this host's; docs/audit.md)."""
-        from envscope._fingerprint import fingerprint
+        from envscope.audit._fingerprint import fingerprint
 
         return fingerprint(self._key(), name, value)
 
     def fingerprint_key_id(self) -> str:
         """The public id of this host's fingerprint key (snapshots carry it)."""
-        from envscope._fingerprint import key_id
+        from envscope.audit._fingerprint import key_id
 
         return key_id(self._key())
 

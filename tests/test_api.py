@@ -65,7 +65,8 @@ def test_import_runs_no_package_module() -> None:
     code = (
         "import sys, envscope; "
         "print(sorted(m for m in sys.modules if m.startswith('envscope.'))); "
-        "envscope.Trace; print('envscope.trace' in sys.modules, 'envscope.host' in sys.modules)"
+        "envscope.Trace; "
+        "print('envscope.audit.trace' in sys.modules, 'envscope.host' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[:2] == ["[]", "True False"]

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from envscope import Catalog, Host, Origin, OriginKind, Problem, SecretPolicy, Surface, Tier, Trace
-from envscope._declarations import Declaration, HomeDeclarations
-from envscope._fs import DirEntry
-from envscope.catalog import CatalogPattern
-from envscope.policy import Adapter, build_policy
+from envscope.files._fs import DirEntry
+from envscope.policy._declarations import Declaration, HomeDeclarations
+from envscope.policy._secret_policy import Adapter, build_policy
+from envscope.policy.catalog import CatalogPattern
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 from tests.conftest import write_home
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from envscope import Host, Surface, Trace
-from envscope._binding import BuildMemo
-from envscope.sources import StaticSource
+from envscope.pipeline._binding import BuildMemo
+from envscope.policy.sources import StaticSource
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 from tests.conftest import HostFactory, write_home
 from tests.test_manifest_scenarios import CHATX, platform_plugin
