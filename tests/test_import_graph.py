@@ -20,23 +20,24 @@ PACKAGE = Path(__file__).resolve().parent.parent / "envscope"
 LAYERS: dict[str, int] = {
     "errors": 0,
     "_inputs": 1,
-    "files": 1,
-    "policy": 2,
-    "manifests": 3,
-    "audit": 3,
-    "pipeline": 4,
-    "host": 5,
-    "spawn": 6,
-    "mcp": 6,
-    "testing": 6,
-    "testing_fs": 6,
-    "_guard": 6,
-    "_harden": 6,
-    "__init__": 7,
-    "cli": 8,
-    "__main__": 9,
+    "files": 2,
+    "policy": 3,
+    "manifests": 4,
+    "audit": 4,
+    "pipeline": 5,
+    "_launch": 6,
+    "host": 7,
+    "spawn": 7,
+    "mcp": 7,
+    "testing": 7,
+    "testing_fs": 7,
+    "_guard": 7,
+    "_harden": 7,
+    "__init__": 8,
+    "cli": 9,
+    "__main__": 10,
 }
-FRONT = 6
+FRONT = 7
 
 
 def _unit(module: str) -> str:

@@ -674,7 +674,12 @@ def _envscope_imports(module: str) -> set[str]:
         ("envscope.files._yaml", {"envscope.errors"}),
         (
             "envscope.manifests._schema",
-            {"envscope.files._yaml", "envscope.policy._declarations", "envscope.errors"},
+            {
+                "envscope.files._yaml",
+                "envscope.policy._declarations",
+                "envscope._inputs",
+                "envscope.errors",
+            },
         ),
     ],
 )

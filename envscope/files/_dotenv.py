@@ -49,6 +49,7 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping
 
+from envscope._inputs import valid_name
 from envscope.errors import DotenvError
 
 __all__ = [
@@ -163,10 +164,11 @@ def _too_large() -> str:
 
 
 def _check_name(name: str, path: str, line: int) -> None:
+    if valid_name(name):
+        return
     if not name:
         raise DotenvError(path, "empty variable name", line=line)
-    if "=" in name or "\x00" in name:
-        raise DotenvError(path, "variable name holds '=' or NUL", line=line)
+    raise DotenvError(path, "variable name holds '=' or NUL", line=line)
 
 
 def parse_dotenv(

@@ -23,11 +23,11 @@ PyYAML nor pydantic is imported until the first ``parse_manifest``.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from envscope._inputs import valid_name
 from envscope.errors import ManifestError
 from envscope.policy._declarations import has_secret_suffix
 
@@ -91,14 +91,14 @@ class Manifest:
         return self.kind == PLATFORM_KIND
 
 
-# One search for what ``env_name_problem`` refuses: ``=``, NUL, or a character
-# ``str.isspace`` calls whitespace (re's ``\s`` is that same Unicode test).
-_NOT_IN_A_NAME = re.compile(r"[=\x00\s]")
-
-
 def env_name_problem(name: str) -> str | None:
-    """Why ``name`` cannot be an environment variable name, or None when it can."""
-    if name and _NOT_IN_A_NAME.search(name) is None:
+    """Why ``name`` cannot be an environment variable name, or None when it can.
+
+    envscope's one name rule (``valid_name``: not empty, no ``=``, no NUL) plus
+    one stricter rule of the manifest format: no whitespace (a manifest names
+    variables a plugin reads; whitespace there is a typo, not a name).
+    """
+    if valid_name(name) and not any(char.isspace() for char in name):
         return None
     if not name:
         return "is empty"

@@ -14,6 +14,7 @@ an optional ``Trace``; without one it does no bookkeeping.
 
 from __future__ import annotations
 
+from envscope._inputs import valid_name
 from envscope.audit.trace import Action, Reason, Stage, Trace
 from envscope.errors import EnvValueError
 from envscope.pipeline._residue_rule import ResidueRule
@@ -287,7 +288,7 @@ def validate_block(
     total = 0
     largest = ("", -1)
     for key, value in list(env.items()):
-        if not key or "=" in key or "\x00" in key or "\x00" in value:
+        if not valid_name(key) or "\x00" in value:
             if trace is not None:
                 reason = Reason.INVALID_NAME
                 trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)

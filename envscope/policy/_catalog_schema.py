@@ -19,6 +19,7 @@ import re
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
+from envscope._inputs import portable_name
 from envscope.policy._declarations import (
     Declaration,
     Origin,
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 
 __all__ = ["build_catalog", "catalog_model"]
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _GLOB = re.compile(r"[A-Za-z0-9_*]+")
 # Bash's exported functions are named BASH_FUNC_f%% or BASH_FUNC_f() (__BASH_FUNC<f>()
 # on macOS): an injection vector may hold those characters.
@@ -50,7 +50,7 @@ _VECTOR = re.compile(r"[A-Za-z_][A-Za-z0-9_%()<>]*\*?")
 
 def _names(value: list[str]) -> list[str]:
     for i, name in enumerate(value):
-        if not _NAME.fullmatch(name):
+        if not portable_name(name):
             raise ValueError(f"item {i} is not a valid environment variable name")
     return value
 
@@ -98,7 +98,7 @@ def catalog_model() -> type[pydantic.BaseModel]:
         def _a_glob_has_examples(self) -> Entry:
             if "*" in self.name and not self.examples:
                 raise ValueError("a glob entry needs examples (names it matches)")
-            if "*" not in self.name and not _NAME.fullmatch(self.name):
+            if "*" not in self.name and not portable_name(self.name):
                 raise ValueError("not a valid environment variable name")
             return self
 

@@ -8,15 +8,13 @@ for every child of the host.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Protocol, runtime_checkable
 
+from envscope._inputs import portable_name
 from envscope.errors import ConfigurationError
 
 __all__ = ["SecretSource", "StaticSource", "credential_names_of"]
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @runtime_checkable
@@ -49,7 +47,7 @@ def credential_names_of(source: object) -> tuple[str, ...]:
         )
     found = tuple(names)
     for i, name in enumerate(found):
-        if not isinstance(name, str) or not _NAME.fullmatch(name):
+        if not isinstance(name, str) or not portable_name(name):
             raise ConfigurationError(
                 f"secret source {label!r}: credential_names item {i} is not a variable name"
             )
