@@ -14,7 +14,8 @@ See ``docs/concepts.md`` for the stages, tiers and surfaces.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:  # the names below load on first use (PEP 562): ``import envscope`` is cheap
     from collections.abc import Mapping, Sequence
 

@@ -14,13 +14,13 @@ import os
 import threading
 from collections.abc import Callable, Mapping, MutableMapping
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from envscope._inputs import snapshot_env, valid_name
 from envscope.errors import ConfigurationError
 from envscope.files._dotenv import read_dotenv
 from envscope.policy._declarations import Origin, OriginKind, norm
 
-TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
     from envscope.policy.sources import SecretSource
 

@@ -14,6 +14,7 @@ import os
 import threading
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from envscope._inputs import (
     DEFAULT_MAX_ENV_BYTES,
@@ -34,16 +35,15 @@ from envscope.pipeline._residue_rule import ResidueRule
 from envscope.pipeline.build import BuildRequest, BuildSettings, MemoKey, build_child, own_values
 from envscope.policy._declarations import HomeDeclarations, Origin, OriginKind, norm
 from envscope.policy._secret_policy import AdapterCensus, SecretPolicy, build_policy
-from envscope.policy.catalog import Catalog
 from envscope.policy.surfaces import Surface, SurfacePolicy
 
-TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, MutableMapping, Sequence
     from typing import Literal
 
     from envscope.files._fs import FileSystem
     from envscope.manifests._cache import ManifestCache
+    from envscope.policy.catalog import Catalog  # loaded on first use (the catalog property)
     from envscope.policy.sources import SecretSource
 
 __all__ = ["Binding", "Host", "home_identity"]
@@ -133,6 +133,8 @@ class Host:
     def catalog(self) -> Catalog:
         """The catalog in force (the default one unless the host passed its own)."""
         if self._catalog is None:
+            from envscope.policy.catalog import Catalog
+
             self._catalog = Catalog.default()
         return self._catalog
 

@@ -298,7 +298,7 @@ def test_catalog_is_a_value_with_a_shared_memo() -> None:
     with pytest.raises(TypeError):
         hash(one)
     with pytest.raises(AttributeError):
-        one.source = "x"
+        one.source = "x"  # type: ignore[misc]
 
 
 def test_policy_built_directly_keeps_what_it_was_given() -> None:

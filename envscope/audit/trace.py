@@ -9,11 +9,13 @@ bookkeeping entirely.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from envscope.errors import EnvscopeError
-from envscope.policy._declarations import Origin, Problem, _Record
+from envscope.policy._declarations import Origin, Problem
 from envscope.policy._reasons import _RESIDUE_REASONS, _SECRET_REASONS, Action, Reason, Stage
 
-TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
 
@@ -31,36 +33,17 @@ __all__ = [
 ]
 
 
-class Decision(_Record):
+@dataclass(frozen=True, slots=True)
+class Decision:
     """What one stage did to one key, why, and where the rule came from (never a value)."""
 
-    __slots__ = ("action", "fingerprint", "key", "note", "origin", "reason", "stage")
-    _fields = ("key", "action", "stage", "reason", "origin", "note", "fingerprint")
     key: str
     action: Action
     stage: Stage
     reason: Reason
-    origin: Origin | None
-    note: str | None
-    fingerprint: str | None
-
-    def __init__(
-        self,
-        key: str,
-        action: Action,
-        stage: Stage,
-        reason: Reason,
-        origin: Origin | None = None,
-        note: str | None = None,
-        fingerprint: str | None = None,
-    ) -> None:
-        _set(self, "key", key)
-        _set(self, "action", action)
-        _set(self, "stage", stage)
-        _set(self, "reason", reason)
-        _set(self, "origin", origin)
-        _set(self, "note", note)
-        _set(self, "fingerprint", fingerprint)
+    origin: Origin | None = None
+    note: str | None = None
+    fingerprint: str | None = None
 
     @property
     def removed(self) -> bool:

@@ -23,10 +23,11 @@ launch leaks (scope interpolation never sees the launch env).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from envscope.audit.trace import Action, Reason, Stage
 from envscope.policy._declarations import Declaration, OriginKind, Tier, has_secret_suffix
 
-TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Mapping
 

@@ -22,10 +22,12 @@ build).
 
 from __future__ import annotations
 
-from envscope.pipeline._residue_rule import ResidueRule, same_objects
-from envscope.policy._declarations import EMPTY_MAPPING, Origin, _Record
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
+from envscope.pipeline._residue_rule import ResidueRule, same_objects
+from envscope.policy._declarations import EMPTY_MAPPING, Origin, record_repr
+
 if TYPE_CHECKING:
     from collections.abc import Hashable, Mapping, Sequence
 
@@ -37,22 +39,14 @@ __all__ = ["Binding", "BuildMemo"]
 _set = object.__setattr__
 
 
+@dataclass(frozen=True, slots=True, repr=False)  # holds the child env: no generated repr
 class _Built:
     """One remembered build: what it depended on, the child env, a traced build's decisions."""
 
-    __slots__ = ("child", "equal", "recording", "same")
-
-    def __init__(
-        self,
-        same: tuple[object, ...],
-        equal: tuple[object, ...],
-        child: dict[str, str],
-        recording: Recording | None,
-    ) -> None:
-        self.same = same
-        self.equal = equal
-        self.child = child
-        self.recording = recording
+    same: tuple[object, ...]
+    equal: tuple[object, ...]
+    child: dict[str, str]
+    recording: Recording | None
 
 
 class BuildMemo:
@@ -91,32 +85,10 @@ class BuildMemo:
         return len(self._built)
 
 
-class Binding(_Record):
+@dataclass(frozen=True, slots=True, init=False, repr=False)
+class Binding:
     """A routed home bound to the current context, with everything a build needs from it."""
 
-    __slots__ = (
-        "_rule",
-        "home",
-        "launch_policy",
-        "memo",
-        "residue",
-        "residue_origins",
-        "routed",
-        "scope",
-        "scope_origins",
-        "source_names",
-    )
-    _fields = (
-        "home",
-        "routed",
-        "scope",
-        "scope_origins",
-        "source_names",
-        "residue",
-        "residue_origins",
-        "launch_policy",
-    )
-    _masked = ("scope",)  # repr shows the scope's keys, never its values
     home: str
     routed: bool
     scope: Mapping[str, str]
@@ -125,8 +97,8 @@ class Binding(_Record):
     residue: frozenset[str]
     residue_origins: Mapping[str, Origin]
     launch_policy: SecretPolicy | None
-    memo: BuildMemo
-    _rule: ResidueRule | None
+    memo: BuildMemo = field(init=False, repr=False, compare=False)
+    _rule: ResidueRule | None = field(init=False, repr=False, compare=False)
 
     def __init__(
         self,
@@ -157,3 +129,6 @@ class Binding(_Record):
             rule = ResidueRule(self.residue, keep, policies, self.residue_origins)
             _set(self, "_rule", rule)  # a cache slot, not a field: equality ignores it
         return rule
+
+    def __repr__(self) -> str:
+        return record_repr(self, masked=("scope",))

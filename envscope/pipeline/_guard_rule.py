@@ -20,10 +20,12 @@ it passes, also after an SDK merged defaults into a copy of it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from envscope.pipeline._aliases import MIN_ALIAS_LENGTH, is_secret
 from envscope.policy._declarations import Declaration, Tier, norm
 
-TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
@@ -32,14 +34,12 @@ if TYPE_CHECKING:
 __all__ = ["GuardRule", "Offence"]
 
 
+@dataclass(frozen=True, slots=True, repr=False)
 class Offence:
     """One offending key of a spawn's env: the key and the secret whose value it holds."""
 
-    __slots__ = ("declaration", "key")
-
-    def __init__(self, key: str, declaration: Declaration) -> None:
-        self.key = key
-        self.declaration = declaration
+    key: str
+    declaration: Declaration
 
     def __str__(self) -> str:
         name = self.declaration.name

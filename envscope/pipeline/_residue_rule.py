@@ -12,9 +12,10 @@ then decides each of its keys with one dict lookup.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from envscope.audit.trace import Reason
 
-TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 

@@ -11,6 +11,7 @@ to 3 and the block check are in ``envscope.pipeline.stages``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from envscope.audit.trace import Action, Reason, Stage
 from envscope.pipeline._aliases import SecretValues, strip_aliases
@@ -28,7 +29,6 @@ from envscope.pipeline.stages import (
 )
 from envscope.policy._declarations import Declaration, Origin, OriginKind, Tier, norm
 
-TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from envscope.audit.trace import Trace, keep_value
 from envscope.pipeline import stages
@@ -19,7 +20,6 @@ from envscope.pipeline._sanitize import SanitizeOptions, sanitize
 from envscope.policy._declarations import Declaration, OriginKind, norm
 from envscope.policy.surfaces import BaseFilter, Surface, SurfacePolicy, mcp_allowlist
 
-TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
     from envscope.pipeline._binding import Binding, BuildMemo
     from envscope.pipeline._residue_rule import ResidueRule

@@ -14,6 +14,8 @@ an optional ``Trace``; without one it does no bookkeeping.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from envscope._inputs import valid_name
 from envscope.audit.trace import Action, Reason, Stage, Trace
 from envscope.errors import EnvValueError
@@ -21,7 +23,6 @@ from envscope.pipeline._residue_rule import ResidueRule
 from envscope.policy._declarations import Origin, OriginKind
 from envscope.policy._secret_policy import SecretPolicy
 
-TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Mapping, Sequence
 

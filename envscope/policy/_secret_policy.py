@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from envscope.policy._declarations import (
     EMPTY_DECLARATIONS,
@@ -38,7 +40,9 @@ from envscope.policy._declarations import (
     norm,
     plugin_prefix,
 )
-from envscope.policy.catalog import Catalog
+
+if TYPE_CHECKING:
+    from envscope.policy.catalog import Catalog  # loaded with the first catalog, not the host
 
 __all__ = ["Adapter", "AdapterCensus", "SecretPolicy", "build_policy"]
 
@@ -56,37 +60,12 @@ _GATE_NOUNS = frozenset(
 )  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
 class Adapter:
     """A runtime adapter registered for one home, with the env it requires (immutable)."""
 
-    __slots__ = ("name", "requires_env")
     name: str
     requires_env: tuple[str, ...]
-
-    def __init__(self, name: str, requires_env: tuple[str, ...]) -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "requires_env", requires_env)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}: Adapter is immutable")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}: Adapter is immutable")
-
-    def __repr__(self) -> str:
-        return f"Adapter(name={self.name!r}, requires_env={self.requires_env!r})"
-
-    def __reduce__(self) -> tuple[object, tuple[str, tuple[str, ...]]]:
-        return (Adapter, (self.name, self.requires_env))
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        assert isinstance(other, Adapter)
-        return (self.name, self.requires_env) == (other.name, other.requires_env)
-
-    def __hash__(self) -> int:
-        return hash((self.name, self.requires_env))
 
     @property
     def prefix(self) -> str:
@@ -202,9 +181,13 @@ class SecretPolicy:
         for tier, names in ((Tier.TIER2, tier2), (Tier.TIER1, tier1)):
             for name in names:
                 own[name] = Declaration(name, tier, reasons[name])
+        if catalog is None:
+            from envscope.policy.catalog import Catalog
+
+            catalog = Catalog()
         self._setup(
             own,
-            catalog=Catalog() if catalog is None else catalog,
+            catalog=catalog,
             complete=complete,
             problems=problems,
             deny_prefixes=deny_prefixes,

@@ -10,7 +10,9 @@ stricter tier).
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from envscope.errors import CatalogError
 from envscope.policy._declarations import (
@@ -18,11 +20,9 @@ from envscope.policy._declarations import (
     Origin,
     OriginKind,
     Tier,
-    _Record,
     norm,
 )
 
-TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
     import re
     from collections.abc import Iterable, Mapping
@@ -41,39 +41,26 @@ _NO_NAMES: Mapping[str, Declaration] = MappingProxyType({})
 _set = object.__setattr__
 
 
-class CatalogPattern(_Record):
+@dataclass(frozen=True, slots=True)
+class CatalogPattern:
     """A glob over upper-cased names (``*`` = any run, possibly empty) with its tier."""
 
-    __slots__ = ("origin", "pattern", "tier")
-    _fields = ("pattern", "tier", "origin")
     pattern: str
     tier: Tier
     origin: Origin
 
-    def __init__(self, pattern: str, tier: Tier, origin: Origin) -> None:
-        _set(self, "pattern", pattern)
-        _set(self, "tier", tier)
-        _set(self, "origin", origin)
 
-
-class CatalogEntry(_Record):
+@dataclass(frozen=True, slots=True)
+class CatalogEntry:
     """One documented catalog entry: a name (or a ``*`` glob), what it is, where that is said.
 
     ``examples`` are real names a glob matches (the hygiene tests check each one).
     """
 
-    __slots__ = ("about", "examples", "name", "source")
-    _fields = ("name", "about", "source", "examples")
     name: str
     about: str
     source: str
-    examples: tuple[str, ...]
-
-    def __init__(self, name: str, about: str, source: str, examples: tuple[str, ...] = ()) -> None:
-        _set(self, "name", name)
-        _set(self, "about", about)
-        _set(self, "source", source)
-        _set(self, "examples", examples)
+    examples: tuple[str, ...] = ()
 
     @property
     def is_pattern(self) -> bool:
@@ -81,25 +68,15 @@ class CatalogEntry(_Record):
         return "*" in self.name
 
 
-class CatalogCategory(_Record):
+@dataclass(frozen=True, slots=True)
+class CatalogCategory:
     """A category of the catalog: its id, title, tier (every entry's), description, entries."""
 
-    __slots__ = ("about", "entries", "id", "tier", "title")
-    _fields = ("id", "title", "tier", "about", "entries")
     id: str
     title: str
     tier: Tier
     about: str
     entries: tuple[CatalogEntry, ...]
-
-    def __init__(
-        self, id: str, title: str, tier: Tier, about: str, entries: tuple[CatalogEntry, ...]
-    ) -> None:
-        _set(self, "id", id)
-        _set(self, "title", title)
-        _set(self, "tier", tier)
-        _set(self, "about", about)
-        _set(self, "entries", entries)
 
 
 def _stricter(a: Declaration, b: Declaration) -> Declaration:
@@ -112,7 +89,8 @@ def strict_first(patterns: tuple[CatalogPattern, ...]) -> tuple[CatalogPattern, 
     return tuple(sorted(patterns, key=lambda p: p.tier.value))
 
 
-class Catalog(_Record):
+@dataclass(frozen=True, slots=True, init=False)
+class Catalog:
     """Declared names (upper-cased → declaration), patterns, platform prefixes, global names.
 
     ``network_trust`` is the proxy and certificate-authority family
@@ -122,30 +100,6 @@ class Catalog(_Record):
     Immutable; equal by value (unhashable: it holds a mapping).
     """
 
-    __slots__ = (
-        "_memo",
-        "_regex",
-        "categories",
-        "global_names",
-        "injection_names",
-        "injection_prefixes",
-        "names",
-        "network_trust",
-        "patterns",
-        "platform_prefixes",
-        "source",
-    )
-    _fields = (
-        "names",
-        "patterns",
-        "platform_prefixes",
-        "global_names",
-        "injection_names",
-        "injection_prefixes",
-        "source",
-        "categories",
-        "network_trust",
-    )
     names: Mapping[str, Declaration]
     patterns: tuple[CatalogPattern, ...]
     platform_prefixes: frozenset[str]
@@ -157,8 +111,9 @@ class Catalog(_Record):
     network_trust: frozenset[str]
     # lookup()'s memo: upper-cased name -> the catalog's declaration or None. No part of
     # equality or repr; filled lock-free (dict get and set are atomic).
-    _memo: dict[str, Declaration | None]
-    _regex: object  # the compiled patterns (see _pattern_regex), _MISSING until first used
+    _memo: dict[str, Declaration | None] = field(init=False, repr=False, compare=False)
+    # the compiled patterns (see _pattern_regex), _MISSING until first used
+    _regex: object = field(init=False, repr=False, compare=False)
 
     def __init__(
         self,

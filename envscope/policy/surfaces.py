@@ -10,12 +10,13 @@ and the names secret sources supplied.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-from envscope.policy._declarations import EMPTY_MAPPING, Origin, _Record
+from envscope.policy._declarations import EMPTY_MAPPING, Origin, record_repr
 from envscope.policy._reasons import Reason
 
-TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
     import re
     from collections.abc import Iterable, Mapping
@@ -96,17 +97,12 @@ MCP_SAFE_NAMES_WINDOWS: frozenset[str] = frozenset(
 )
 
 
-class Allowlist(_Record):
+@dataclass(frozen=True, slots=True)
+class Allowlist:
     """Upper-cased names and prefixes a base key must match to reach an allowlist child."""
 
-    __slots__ = ("names", "prefixes")
-    _fields = ("names", "prefixes")
     names: frozenset[str]
-    prefixes: tuple[str, ...]
-
-    def __init__(self, names: frozenset[str], prefixes: tuple[str, ...] = ()) -> None:
-        _set(self, "names", names)
-        _set(self, "prefixes", prefixes)
+    prefixes: tuple[str, ...] = ()
 
     def allows(self, upper_key: str) -> bool:
         """True when an upper-cased key is on the list."""
@@ -171,7 +167,8 @@ def glob_regex(patterns: Iterable[str]) -> re.Pattern[str] | None:
     return re.compile("(?s:" + "|".join(map(one, parts)) + r")\Z")
 
 
-class SurfacePolicy(_Record):
+@dataclass(frozen=True, slots=True, init=False, repr=False)
+class SurfacePolicy:
     """A host's policy for one surface (from ``envscope.yaml``'s ``surfaces``).
 
     ``inherit`` chooses how much of the parent env is kept (``core`` = a
@@ -182,9 +179,6 @@ class SurfacePolicy(_Record):
     Declared Tier 1 names always win over all of it.
     """
 
-    __slots__ = ("default_excludes", "exclude", "include", "inherit", "origin", "set_env")
-    _fields = ("inherit", "include", "exclude", "set_env", "origin", "default_excludes")
-    _masked = ("set_env",)  # repr shows the keys of ``set``, never their values
     inherit: Inherit
     include: tuple[str, ...]
     exclude: tuple[str, ...]
@@ -214,17 +208,19 @@ class SurfacePolicy(_Record):
             raise ConfigurationError("default_excludes: must be True or False")
         _set(self, "default_excludes", default_excludes)
 
+    def __repr__(self) -> str:
+        return record_repr(self, masked=("set_env",))
 
-class BaseFilter(_Record):
+
+@dataclass(frozen=True, slots=True, init=False)
+class BaseFilter:
     """Which keys of the base reach a child: an allowlist and/or a surface policy."""
 
-    __slots__ = ("_exclude", "_include", "allowlist", "policy", "windows")
-    _fields = ("allowlist", "policy", "windows")
     allowlist: Allowlist | None
     policy: SurfacePolicy | None
     windows: bool
-    _include: re.Pattern[str] | None
-    _exclude: re.Pattern[str] | None
+    _include: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _exclude: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
     def __init__(
         self,
