@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envscope import Catalog, Host
-from envscope._declarations import plugin_prefix
-from envscope._fs import FileSystem
-from envscope._manifest_scan import RACY_WINDOW_NS
+from envscope.files._fs import FileSystem
+from envscope.manifests._scan import RACY_WINDOW_NS
+from envscope.policy._declarations import plugin_prefix
 
 __all__ = ["SEED", "Tree", "Workload", "make_scaling_home", "make_w1", "make_w2"]
 

@@ -14,15 +14,14 @@ See ``docs/concepts.md`` for the stages, tiers and surfaces.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:  # the names below load on first use (PEP 562): ``import envscope`` is cheap
     from collections.abc import Mapping, Sequence
 
-    from envscope._binding import Binding
-    from envscope._declarations import Origin, OriginKind, Problem, Tier
     from envscope._guard import guard
     from envscope._harden import harden_process
-    from envscope.catalog import Catalog
+    from envscope.audit.trace import Action, Decision, Reason, Stage, Trace
     from envscope.errors import (
         CatalogError,
         ConfigFileError,
@@ -39,11 +38,13 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562): ``import envsc
         SpawnBlockedError,
     )
     from envscope.host import Host, home_identity
-    from envscope.policy import SecretPolicy
-    from envscope.sources import SecretSource, StaticSource
-    from envscope.stages import FORCE_PREFIX
-    from envscope.surfaces import Inherit, Surface, SurfacePolicy
-    from envscope.trace import Action, Decision, Reason, Stage, Trace
+    from envscope.pipeline._binding import Binding
+    from envscope.pipeline.stages import FORCE_PREFIX
+    from envscope.policy._declarations import Origin, OriginKind, Problem, Tier
+    from envscope.policy._secret_policy import SecretPolicy
+    from envscope.policy.catalog import Catalog
+    from envscope.policy.sources import SecretSource, StaticSource
+    from envscope.policy.surfaces import Inherit, Surface, SurfacePolicy
 
 __version__ = "0.1.0"
 
@@ -94,28 +95,28 @@ __all__ = [
 # ``import envscope`` runs no module of the package and ``from envscope import Host``
 # loads only what a host needs.
 _LAZY: dict[str, str] = {
-    "Origin": "envscope._declarations",
-    "OriginKind": "envscope._declarations",
-    "Problem": "envscope._declarations",
-    "Tier": "envscope._declarations",
+    "Origin": "envscope.policy._declarations",
+    "OriginKind": "envscope.policy._declarations",
+    "Problem": "envscope.policy._declarations",
+    "Tier": "envscope.policy._declarations",
     "harden_process": "envscope._harden",
     "guard": "envscope._guard",
-    "Catalog": "envscope.catalog",
-    "Binding": "envscope._binding",
+    "Catalog": "envscope.policy.catalog",
+    "Binding": "envscope.pipeline._binding",
     "Host": "envscope.host",
     "home_identity": "envscope.host",
-    "SecretPolicy": "envscope.policy",
-    "SecretSource": "envscope.sources",
-    "StaticSource": "envscope.sources",
-    "FORCE_PREFIX": "envscope.stages",
-    "Inherit": "envscope.surfaces",
-    "Surface": "envscope.surfaces",
-    "SurfacePolicy": "envscope.surfaces",
-    "Action": "envscope.trace",
-    "Decision": "envscope.trace",
-    "Reason": "envscope.trace",
-    "Stage": "envscope.trace",
-    "Trace": "envscope.trace",
+    "SecretPolicy": "envscope.policy._secret_policy",
+    "SecretSource": "envscope.policy.sources",
+    "StaticSource": "envscope.policy.sources",
+    "FORCE_PREFIX": "envscope.pipeline.stages",
+    "Inherit": "envscope.policy.surfaces",
+    "Surface": "envscope.policy.surfaces",
+    "SurfacePolicy": "envscope.policy.surfaces",
+    "Action": "envscope.audit.trace",
+    "Decision": "envscope.audit.trace",
+    "Reason": "envscope.audit.trace",
+    "Stage": "envscope.audit.trace",
+    "Trace": "envscope.audit.trace",
     **{name: "envscope.errors" for name in __all__ if name.endswith("Error")},
 }
 

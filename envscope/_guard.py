@@ -19,10 +19,10 @@ import logging
 import os
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from envscope.errors import ConfigurationError, SpawnBlockedError
 
-TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from types import FrameType

@@ -14,6 +14,7 @@ __all__ = [
     "coerce_extra",
     "home_identity",
     "name_list",
+    "portable_name",
     "snapshot_env",
     "valid_name",
 ]
@@ -30,6 +31,20 @@ def valid_name(name: str) -> bool:
     that are not shells read any such name).
     """
     return bool(name) and "=" not in name and "\x00" not in name
+
+
+def portable_name(name: str) -> bool:
+    """``valid_name`` in the portable form ``[A-Za-z_][A-Za-z0-9_]*`` (POSIX's portable names).
+
+    The stricter form the catalog's names and a secret source's
+    ``credential_names`` must take: they name variables a shell can export.
+    """
+    return (
+        valid_name(name)
+        and name.isascii()
+        and not name[0].isdigit()
+        and name.replace("_", "a").isalnum()
+    )
 
 
 def name_list(

@@ -14,13 +14,8 @@ import os
 import threading
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-from envscope import stages
-from envscope._aliases import SecretValues
-from envscope._binding import Binding, BuildMemo
-from envscope._declarations import Declaration, HomeDeclarations, Origin, OriginKind, norm
-from envscope._dotenv import read_dotenv
-from envscope._guard_rule import GuardRule
 from envscope._inputs import (
     DEFAULT_MAX_ENV_BYTES,
     WINDOWS,
@@ -30,22 +25,26 @@ from envscope._inputs import (
     snapshot_env,
     valid_name,
 )
-from envscope._residue_rule import ResidueRule
-from envscope._sanitize import SanitizeOptions, sanitize
-from envscope.catalog import Catalog
+from envscope._launch import LaunchState
+from envscope.audit.trace import Trace
 from envscope.errors import ConfigurationError, RoutingError
-from envscope.policy import AdapterCensus, SecretPolicy, build_policy
-from envscope.surfaces import BaseFilter, Surface, SurfacePolicy, mcp_allowlist
-from envscope.trace import Trace, keep_value
+from envscope.pipeline import stages
+from envscope.pipeline._binding import Binding, BuildMemo
+from envscope.pipeline._guard_rule import GuardRule
+from envscope.pipeline._residue_rule import ResidueRule
+from envscope.pipeline.build import BuildRequest, BuildSettings, MemoKey, build_child, own_values
+from envscope.policy._declarations import HomeDeclarations, Origin, OriginKind, norm
+from envscope.policy._secret_policy import AdapterCensus, SecretPolicy, build_policy
+from envscope.policy.surfaces import Surface, SurfacePolicy
 
-TYPE_CHECKING = False  # typing itself is not imported at ``import envscope``
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, MutableMapping, Sequence
     from typing import Literal
 
-    from envscope._fs import FileSystem
-    from envscope._manifest_cache import ManifestCache
-    from envscope.sources import SecretSource
+    from envscope.files._fs import FileSystem
+    from envscope.manifests._cache import ManifestCache
+    from envscope.policy.catalog import Catalog  # loaded on first use (the catalog property)
+    from envscope.policy.sources import SecretSource
 
 __all__ = ["Binding", "Host", "home_identity"]
 
@@ -62,53 +61,6 @@ def _surface(surface: Surface | str) -> Surface:
         shown = repr(surface) if isinstance(surface, str) else f"a {type(surface).__name__}"
         raise ConfigurationError(f"surface: {shown} is not one of {names}")
     return found
-
-
-def _fetch(source: SecretSource, home: str) -> dict[str, str]:
-    """What a secret source supplies for a home, checked: string names and string values."""
-    fetched = source.fetch(home)
-    if not isinstance(fetched, Mapping):
-        raise ConfigurationError(
-            f"secret source {source.name!r} returned a {type(fetched).__name__}, not a mapping"
-        )
-    out: dict[str, str] = {}
-    for key, value in fetched.items():
-        if not isinstance(key, str) or not valid_name(key):
-            raise ConfigurationError(
-                f"secret source {source.name!r} supplied an invalid name {key!r}"
-            )
-        if not isinstance(value, str) or "\x00" in value:
-            raise ConfigurationError(
-                f"secret source {source.name!r} supplied {key!r} with a value that is not "
-                "a string without NUL"
-            )
-        out[key] = value
-    return out
-
-
-def _same_file(path: str, other: str) -> bool:
-    """True when two paths name one file (device and inode), following symlinks."""
-    try:
-        return os.path.samestat(os.stat(path), os.stat(other))
-    except (OSError, ValueError):
-        return False
-
-
-def _own_values(binding: Binding | None) -> dict[str, frozenset[str]]:
-    """The routed profile's own values: upper-cased name → the values of its spellings.
-
-    Its scope minus the managed keys; every spelling counts (POSIX keeps case twins).
-    """
-    if binding is None:
-        return {}
-    origins = binding.scope_origins
-    managed = OriginKind.MANAGED
-    own: dict[str, frozenset[str]] = {}
-    for key, value in binding.scope.items():
-        origin = origins.get(up := norm(key))
-        if origin is None or origin.kind is not managed:
-            own[up] = own.get(up, frozenset()) | {value}
-    return own
 
 
 class Host:
@@ -144,8 +96,11 @@ class Host:
         self.home_env_var = home_env_var
         self._catalog = catalog
         self._managed_path = None if managed_env_file is None else os.fspath(managed_env_file)
-        self._bundled = None if bundled_plugins is None else os.fspath(bundled_plugins)
         self._environ: MutableMapping[str, str] = os.environ if environ is None else environ
+        self._launch = LaunchState(
+            self.launch_home, self._environ, self._managed_path, self._never_residue
+        )
+        self._bundled = None if bundled_plugins is None else os.fspath(bundled_plugins)
         self._global_names = (
             None
             if global_names is None
@@ -162,17 +117,7 @@ class Host:
         self._known_safe = frozenset(map(norm, name_list(known_safe, "known_safe")))  # no warning
         self._mcp_network_trust = mcp_network_trust  # the proxy/CA family reaches MCP children
         self._lock = threading.Lock()
-        self._sources: list[SecretSource] = []
         self._source_credentials: frozenset[str] = frozenset()
-        self._dotenv_keys: set[str] = set()
-        self._managed_keys: set[str] = set()
-        self._managed_values: dict[str, str] | None = None
-        # What the launch loads put into the process (values too: a host may pop a
-        # secret from os.environ afterwards, and the alias rule must still know it).
-        self._launch_values: Mapping[str, str] = MappingProxyType({})
-        self._residue_keep: frozenset[str] | None = None  # global names + managed keys
-        self._applied: set[str] = set()
-        self._supplied: set[str] = set()
         self._granted: set[tuple[str, str]] = set()  # (upper key, value) granted: the guard
         self._census = AdapterCensus()
         self._policies: dict[str, tuple[HomeDeclarations, int, SecretPolicy]] = {}
@@ -188,6 +133,8 @@ class Host:
     def catalog(self) -> Catalog:
         """The catalog in force (the default one unless the host passed its own)."""
         if self._catalog is None:
+            from envscope.policy.catalog import Catalog
+
             self._catalog = Catalog.default()
         return self._catalog
 
@@ -214,11 +161,11 @@ class Host:
         The names in the source's optional ``credential_names`` become Tier 1 in
         this host's catalog (every home, every surface); cached policies are dropped.
         """
-        from envscope.sources import credential_names_of
+        from envscope.policy.sources import credential_names_of
 
         names = credential_names_of(source)
+        self._launch.add_source(source)
         with self._lock:
-            self._sources.append(source)
             if names:
                 detail = f"secret source {source.name}: credential_names"
                 self._catalog = self.catalog.with_names(tier1=names, detail=detail)
@@ -227,117 +174,29 @@ class Host:
 
     # -- the launch env --------------------------------------------------
 
-    def _launch_dotenv_path(self) -> str:
-        return os.path.join(self.launch_home, ".env")
-
-    def _read_managed(self) -> dict[str, str]:
-        if self._managed_path is None:
-            return {}
-        values = read_dotenv(self._managed_path, override=True, missing_ok=False)
-        with self._lock:
-            self._managed_values = values
-            self._managed_keys.update(values)
-            self._residue_keep = self._never_residue() | {norm(k) for k in values}
-        return values
-
     def load_launch_env(self) -> None:
         """Load the launch ``.env`` (no override), secret sources, the managed file (override)."""
-        environ = self._environ
-        values = read_dotenv(self._launch_dotenv_path(), environ=snapshot_env(environ))
-        loaded = dict(values)
-        with self._lock:
-            self._dotenv_keys.update(values)
-        for key, value in values.items():
-            environ.setdefault(key, value)
-        for source in list(self._sources):
-            fetched = _fetch(source, self.launch_home)
-            loaded.update(fetched)
-            with self._lock:
-                self._supplied.update(fetched)
-            for key, value in fetched.items():
-                if key in environ:
-                    continue
-                environ[key] = value
-                with self._lock:
-                    self._applied.add(key)
-        for key, value in self._read_managed().items():
-            environ[key] = value
-        with self._lock:
-            self._launch_values = MappingProxyType({**self._launch_values, **loaded})
+        self._launch.load()
 
     def launch_dotenv_keys(self) -> frozenset[str]:
         """Every key a non-managed dotenv load declared, for the process lifetime."""
-        with self._lock:
-            return frozenset(self._dotenv_keys)
+        return self._launch.dotenv_keys()
 
     def managed_keys(self) -> frozenset[str]:
         """The keys of the administrator-managed dotenv file."""
-        with self._lock:
-            return frozenset(self._managed_keys)
+        return self._launch.managed_keys()
 
     def source_applied_names(self) -> frozenset[str]:
         """Names a secret source put into the process env at launch."""
-        with self._lock:
-            return frozenset(self._applied)
+        return self._launch.applied_names()
 
     def source_supplied_names(self) -> frozenset[str]:
         """Names a secret source supplied at launch, applied or skipped."""
-        with self._lock:
-            return frozenset(self._supplied)
-
-    def _managed(self) -> dict[str, str]:
-        with self._lock:
-            values = self._managed_values
-        return self._read_managed() if values is None else values
+        return self._launch.supplied_names()
 
     def _never_residue(self) -> frozenset[str]:
         """Global names and the catalog's network-trust family (upper-cased)."""
         return self.global_names | self.catalog.network_trust
-
-    def _keep(self) -> frozenset[str]:
-        """Names never stripped as residue: global names, network trust, managed keys."""
-        keep = self._residue_keep
-        if keep is None:  # the managed file is not loaded (or none is configured)
-            keep = self._residue_keep = self._never_residue()
-        return keep
-
-    # -- routing -----------------------------------------------------------
-
-    def _residue(self) -> tuple[frozenset[str], dict[str, Origin]]:
-        """Upper-cased residue names with where each came from (re-reads the launch .env keys)."""
-        path = self._launch_dotenv_path()
-        current = read_dotenv(path, interpolate=False)
-        origins: dict[str, Origin] = {}
-        with self._lock:
-            for name in self._supplied:
-                origins[norm(name)] = Origin(OriginKind.SECRET_SOURCE, "launch secret source")
-            for name in self._dotenv_keys | set(current):
-                origins[norm(name)] = Origin(OriginKind.LAUNCH_DOTENV, "launch .env", path=path)
-        return frozenset(origins), origins
-
-    def _build_scope(self, home: str) -> tuple[dict[str, str], dict[str, Origin], frozenset[str]]:
-        """A home's scope: its ``.env``, its secret-source values, then the managed keys."""
-        dotenv_path = os.path.join(home, ".env")
-        environ = snapshot_env(self._environ)
-        outside = {k: v for k, v in environ.items() if norm(k) in self.global_names}
-        scope: dict[str, str] = {}
-        launch_path = self._launch_dotenv_path()
-        if home == self.launch_home or not _same_file(dotenv_path, launch_path):
-            # The launch .env under another name (a symlink, a hard link, a bind
-            # mount) is still the launch profile's: its keys are residue, never scope.
-            scope = read_dotenv(dotenv_path, environ=outside, override=True)
-        origins = {norm(k): Origin(OriginKind.SCOPE, ".env", path=dotenv_path) for k in scope}
-        names: set[str] = set()
-        for source in list(self._sources):
-            fetched = _fetch(source, home)
-            scope.update(fetched)
-            for key in fetched:
-                names.add(norm(key))
-                origins[norm(key)] = Origin(OriginKind.SECRET_SOURCE, source.name)
-        for key, value in self._managed().items():
-            scope[key] = value
-            origins[norm(key)] = Origin(OriginKind.MANAGED, "managed", path=self._managed_path)
-        return scope, origins, frozenset(names)
 
     @contextlib.contextmanager
     def routed(
@@ -350,13 +209,13 @@ class Host:
             binding = Binding(home=identity, routed=False)
         else:
             if scope is None:
-                values, origins, names = self._build_scope(identity)
+                values, origins, names = self._launch.scope(identity, self.global_names)
             else:
                 values = snapshot_env(scope, "scope")
                 caller = Origin(OriginKind.CALLER, "scope passed to routed()")
                 origins = {norm(k): caller for k in values}
                 names = frozenset()
-            residue, residue_origins = self._residue()
+            residue, residue_origins = self._launch.residue()
             binding = Binding(
                 launch_policy=self._policy_of(self.launch_home),
                 home=identity,
@@ -390,7 +249,7 @@ class Host:
         """The host's manifest cache (created on first use: it imports cachetools)."""
         cache = self._manifests
         if cache is None:
-            from envscope._manifest_cache import ManifestCache
+            from envscope.manifests._cache import ManifestCache
 
             with self._lock:
                 if self._manifests is None:
@@ -505,182 +364,90 @@ class Host:
         memo: BuildMemo | None = self._memo if binding is None else binding.memo
         if binding is None and routed:
             memo = None  # the launch residue is re-read per build: nothing to compare
-        record_into = trace
-        if memo is not None:
-            shape = (
-                surface,
-                inherit_credentials,
-                strip_launch_profile,
-                tuple(passthrough),
-                tuple(extras.items()),  # each MCP server's env block is its own shape
-                granted,
-                trace is not None,  # a traced build keeps its decisions too
+        launch = self._launch
+        key = (
+            None
+            if memo is None
+            else MemoKey(
+                shape=(
+                    surface,
+                    inherit_credentials,
+                    strip_launch_profile,
+                    tuple(passthrough),
+                    tuple(extras.items()),  # each MCP server's env block is its own shape
+                    granted,
+                    trace is not None,  # a traced build keeps its decisions too
+                ),
+                same=(policy, launch.managed_values, launch.keep(), launch.launch_values),
+                equal=(snapshot, supplied, None if base is None else process),
             )
-            same = (policy, self._managed_values, self._keep(), self._launch_values)
-            equal = (snapshot, supplied, None if base is None else process)
-            hit = memo.get(shape, same, equal)
-            if hit is not None:
-                child, recording = hit
-                if trace is not None and recording is not None:
-                    trace.replay(recording)
-                return child
-            if trace is not None:  # record values where fingerprints go; kept and replayed
-                record_into = Trace(fingerprint=keep_value)
-        child = self._build(
-            snapshot, process, extras, binding, target, routed, policy, supplied, surface,
-            inherit_credentials, strip_launch_profile, passthrough, granted, record_into,
-        )  # fmt: skip
-        if memo is not None:
-            recording = None
-            if trace is not None and record_into is not None:
-                recording = record_into.recording()
-                trace.replay(recording)
-            # Stored under the identities read *before* the build: should another thread
-            # replace the managed values meanwhile, the next build misses, never goes stale.
-            memo.put(shape, same, equal, child, recording)
-        return child
-
-    def _build(
-        self,
-        snapshot: dict[str, str],
-        process: dict[str, str],
-        extras: dict[str, str],
-        binding: Binding | None,
-        target: str,
-        routed: bool,
-        policy: SecretPolicy,
-        supplied: frozenset[str] | None,
-        surface: Surface,
-        inherit_credentials: bool,
-        strip_launch_profile: bool,
-        passthrough: Sequence[str],
-        granted: frozenset[str],
-        trace: Trace | None,
-    ) -> dict[str, str]:
-        """The four stages of one build (``build_subprocess_env`` has checked and memoised)."""
-        fold = self._windows  # Windows names fold: the child holds one spelling per name
-        parent = entries = stages.to_entries(snapshot, trace, fold=fold)
-        scope: Mapping[str, str] = {} if binding is None else binding.scope
-        launch_policy = None
-        if routed:
-            # The launch policy is checked once per routed() binding (with the
-            # residue), not on every build: one manifest stamp per build.
-            if binding is not None and binding.launch_policy is not None:
-                launch_policy = binding.launch_policy
-            else:
-                launch_policy = self._policy_of(self.launch_home)
-            managed = self._managed()
-            if strip_launch_profile:
-                policies = (policy,) if launch_policy is policy else (policy, launch_policy)
-                keep = self._keep()
-                if binding is None:  # unbound multiplex: the residue is re-read per build
-                    rule = ResidueRule(self.launch_residue(), keep, policies)
-                else:
-                    rule = binding.residue_rule(keep, policies)
-                entries = stages.strip_residue(entries, rule=rule, trace=trace)
-            origins = None if binding is None else binding.scope_origins
-            entries = stages.overlay_scope(
-                entries,
-                scope,
-                origins=origins,
-                home=target,
-                trace=trace,
-                refuse=self.refuses_injection,
-                fold=fold,
-            )
-            entries = stages.apply_managed(
-                entries, managed, path=self._managed_path, trace=trace, fold=fold
-            )
-        surface_policy = self._surface_policies.get(surface)
-        allowlist = None
-        if supplied is not None:
-            allowlist = mcp_allowlist(
-                windows=self._windows,
-                supplied=frozenset(map(norm, supplied)),
-                network_trust=self.catalog.network_trust
-                if self._mcp_network_trust
-                else frozenset(),
-            )
-        base_filter = None
-        if allowlist is not None or surface_policy is not None:
-            base_filter = BaseFilter(allowlist, surface_policy, self._windows)
-        surface_set = {} if surface_policy is None else surface_policy.set_env
-        options = SanitizeOptions(
-            extra=extras,
-            inherit_credentials=inherit_credentials or surface.inherits_credentials,
-            passthrough=tuple(passthrough),
-            passthrough_source=(
-                None
-                if not passthrough
-                else stages.to_entries(scope, fold=fold)
-                if routed
-                else entries
-            ),
-            base_filter=base_filter,
-            drop_shell_functions=surface is Surface.MCP,
-            # A routed child is told its own home on every surface; a worker always.
-            pinned={self.home_env_var: target} if routed or surface is Surface.WORKER else {},
-            surface_set=surface_set,
-            refuse=self.refuses_injection,
-            launch_policy=None if launch_policy is policy else launch_policy,
-            own=_own_values(binding) if routed else {},
-            # every spelling, even where names fold (passthrough compares against each)
-            launch_env=parent
-            if not fold or not passthrough
-            else stages.to_entries(snapshot, fold=False),
-            secrets=SecretValues() if self._strip_value_aliases else None,
-            extra_is_grant=surface is Surface.MCP,
-            grant=granted,
-            ungrantable=self._source_credentials,
-            fold=fold,
         )
-        if options.secrets is not None:
-            self._collect_secrets(options, policy, snapshot, process, scope, surface_set)
-        child = sanitize(entries, policy, options, trace=trace)
-        stages.validate_block(child, max_total_bytes=self._max_env_bytes, trace=trace)
-        if trace is not None:
-            from envscope._findings import finish_trace  # loads re: only a traced build needs it
 
-            finish_trace(
-                trace,
-                child,
-                global_names=self.global_names,
-                catalog=self.catalog,
-                policy=policy,
-                home=target,
-                surface=surface,
+        def request() -> BuildRequest:
+            launch_policy = rule = None
+            if routed:
+                launch_policy = self._launch_policy(binding)
+                if strip_launch_profile:
+                    rule = self._residue_rule(binding, policy, launch_policy)
+            return BuildRequest(
+                settings=self._settings(),
+                snapshot=snapshot,
+                process=process,
+                extras=extras,
+                binding=binding,
+                target=target,
                 routed=routed,
-                known_safe=self._known_safe,
+                policy=policy,
+                launch_policy=launch_policy,
+                residue_rule=rule,
+                managed=launch.managed() if routed else (launch.managed_values or {}),
+                launch_values=launch.launch_values,
+                supplied=supplied,
+                surface=surface,
+                inherit_credentials=inherit_credentials,
+                passthrough=passthrough,
+                granted=granted,
+                ungrantable=self._source_credentials,
             )
-        return child
 
-    def _collect_secrets(
-        self,
-        options: SanitizeOptions,
-        policy: SecretPolicy,
-        snapshot: Mapping[str, str],
-        process: Mapping[str, str],
-        scope: Mapping[str, str],
-        surface_set: Mapping[str, str],
-    ) -> None:
-        """Every secret value this build knows of, for the alias rule (DESIGN.md §3)."""
-        secrets = options.secrets
-        assert secrets is not None
+        return build_child(memo, key, trace, request)
 
-        def declare(up: str) -> Declaration | None:
-            return options.declaration(policy, up)
+    def _settings(self) -> BuildSettings:
+        """The host's configuration as a build reads it (the catalog may change: not cached)."""
+        return BuildSettings(
+            catalog=self.catalog,
+            global_names=self.global_names,
+            home_env_var=self.home_env_var,
+            fold=self._windows,
+            refuse=self.refuses_injection,
+            surface_policies=self._surface_policies,
+            mcp_network_trust=self._mcp_network_trust,
+            strip_value_aliases=self._strip_value_aliases,
+            max_env_bytes=self._max_env_bytes,
+            known_safe=self._known_safe,
+            managed_path=self._managed_path,
+        )
 
-        for values in (snapshot, process, self._launch_values, self._managed_values or {}):
-            secrets.collect(values.items(), declare)
-        if not options.extra_is_grant:  # an MCP server's block holds the operator's literals
-            secrets.collect(options.extra.items(), declare)
-        secrets.collect(surface_set.items(), declare)
-        secrets.collect(scope.items(), policy.declaration, scope=True)
+    def _launch_policy(self, binding: Binding | None) -> SecretPolicy:
+        """The launch home's policy, checked once per routed() binding (with the residue)."""
+        if binding is not None and binding.launch_policy is not None:
+            return binding.launch_policy
+        return self._policy_of(self.launch_home)
+
+    def _residue_rule(
+        self, binding: Binding | None, policy: SecretPolicy, launch_policy: SecretPolicy
+    ) -> ResidueRule:
+        """Stage 1's rule: the launch residue, the names kept, the policies that declare."""
+        policies = (policy,) if launch_policy is policy else (policy, launch_policy)
+        keep = self._launch.keep()
+        if binding is None:  # unbound multiplex: the residue is re-read per build
+            return ResidueRule(self.launch_residue(), keep, policies)
+        return binding.residue_rule(keep, policies)
 
     def _key(self) -> bytes:
         key = self._fingerprint_key
         if key is None:
-            from envscope._fingerprint import FINGERPRINT_ENV, load_or_create_key
+            from envscope.audit._fingerprint import FINGERPRINT_ENV, load_or_create_key
 
             key = load_or_create_key(self.launch_home, self._environ.get(FINGERPRINT_ENV))
             self._fingerprint_key = key
@@ -688,19 +455,19 @@ class Host:
 
     def fingerprint(self, name: str, value: str) -> str:
         """A short keyed fingerprint of ``name=value`` (the key is this host's; docs/audit.md)."""
-        from envscope._fingerprint import fingerprint
+        from envscope.audit._fingerprint import fingerprint
 
         return fingerprint(self._key(), name, value)
 
     def fingerprint_key_id(self) -> str:
         """The public id of this host's fingerprint key (snapshots carry it)."""
-        from envscope._fingerprint import key_id
+        from envscope.audit._fingerprint import key_id
 
         return key_id(self._key())
 
     def launch_residue(self) -> frozenset[str]:
         """Upper-cased residue names right now (recorded keys, launch .env keys, supplied names)."""
-        return self._residue()[0]
+        return self._launch.residue()[0]
 
     def guard_rule(self) -> GuardRule:
         """What a spawn in this context may not carry: the runtime guard's rule (docs/guard.md)."""
@@ -716,11 +483,11 @@ class Host:
             None if launch_policy is policy else launch_policy,
             host_values=(
                 snapshot_env(self._environ, "environ"),
-                self._launch_values,
-                self._managed_values or {},
+                self._launch.launch_values,
+                self._launch.managed_values or {},
             ),
             scope={} if binding is None else binding.scope,
-            own=_own_values(binding) if routed else {},
+            own=own_values(binding) if routed else {},
             granted=granted,
         )
 

@@ -28,19 +28,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from envscope._declarations import Origin, OriginKind
 from envscope._inputs import valid_name
+from envscope.audit.trace import Action, Reason, Stage
 from envscope.errors import ConfigFileError, ConfigurationError
-from envscope.surfaces import Surface
-from envscope.trace import Action, Reason, Stage
+from envscope.policy._declarations import Origin, OriginKind
+from envscope.policy.surfaces import Surface
 
 if TYPE_CHECKING:
     from types import ModuleType
 
     from mcp.client.stdio import StdioServerParameters
 
+    from envscope.audit.trace import Trace
     from envscope.host import Host
-    from envscope.trace import Trace
 
 __all__ = [
     "McpServerConfig",
@@ -164,17 +164,17 @@ def _read(path: str) -> Any:
     through the one YAML reader (duplicates, depth and size refused, like a
     manifest); JSON with duplicate keys and deep nesting refused too.
     """
-    from envscope._trusted_file import read_file
+    from envscope.files._trusted_file import read_file
 
     data = read_file(path, max_bytes=_MAX_CONFIG_BYTES, error=ConfigFileError, what="MCP config")
     if not path.endswith(".json"):
-        from envscope._yaml import read_document
+        from envscope.files._yaml import read_document
 
         kind = "MCP config"
         return read_document(
             data, path, error=ConfigFileError, kind=kind, max_bytes=_MAX_CONFIG_BYTES
         ).root
-    from envscope._json import decode_json
+    from envscope.files._json import decode_json
 
     value, problem, line = decode_json(data)
     if problem is not None:

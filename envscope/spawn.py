@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from envscope.errors import ConfigurationError
-from envscope.surfaces import Surface
+from envscope.policy.surfaces import Surface
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future

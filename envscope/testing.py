@@ -35,10 +35,10 @@ from typing import Any, Protocol
 
 import pytest
 
-from envscope._declarations import Tier, norm
 from envscope.host import Host
-from envscope.policy import SecretPolicy
-from envscope.stages import FORCE_PREFIX
+from envscope.pipeline.stages import FORCE_PREFIX
+from envscope.policy._declarations import Tier, norm
+from envscope.policy._secret_policy import SecretPolicy
 
 __all__ = [
     "LAUNCH",

@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from envscope._fs import DirEntry, RealFileSystem, StatResult
+from envscope.files._fs import DirEntry, RealFileSystem, StatResult
 
 __all__ = ["HOUR_NS", "CallFault", "FakeStat", "InstrumentedFileSystem", "Op", "SeamCall"]
 
@@ -49,7 +49,7 @@ HOUR_NS = 3600 * 1_000_000_000
 
 @dataclass(frozen=True, slots=True)
 class FakeStat:
-    """A stat result with chosen fields (satisfies ``envscope._fs.StatResult``)."""
+    """A stat result with chosen fields (satisfies ``envscope.files._fs.StatResult``)."""
 
     st_mode: int
     st_ino: int

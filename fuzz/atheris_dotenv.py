@@ -26,8 +26,8 @@ import atheris  # type: ignore[import-untyped, import-not-found, unused-ignore]
 with atheris.instrument_imports():
     from dotenv.variables import parse_variables
 
-    from envscope._dotenv import _interpolate, parse_dotenv
     from envscope.errors import DotenvError
+    from envscope.files._dotenv import _interpolate, parse_dotenv
 
 ENVIRON = {"HOME": "/home/op", "OPENAI_API_KEY": "fake-OPENAI_API_KEY"}
 PATH = "fuzz.env"

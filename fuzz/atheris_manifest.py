@@ -20,9 +20,9 @@ import atheris  # type: ignore[import-untyped, import-not-found, unused-ignore]
 with atheris.instrument_imports():
     import yaml
 
-    import envscope._yaml as yaml_reader
-    from envscope._manifest_schema import parse_manifest
+    import envscope.files._yaml as yaml_reader
     from envscope.errors import ManifestError
+    from envscope.manifests._schema import parse_manifest
 
 PATH = "fuzz/plugin.yaml"
 LOADERS = (getattr(yaml, "CSafeLoader", yaml.SafeLoader), yaml.SafeLoader)

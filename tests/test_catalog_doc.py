@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 
 from envscope import Catalog
-from envscope._catalog_doc import DOC_PATH, main, render
+from envscope.policy._catalog_doc import DOC_PATH, main, render
 
 
 def test_docs_catalog_md_is_current() -> None:
     """The committed page is exactly what the generator renders (regenerate, never edit)."""
     assert DOC_PATH.read_text(encoding="utf-8") == render(Catalog.default()), (
-        "docs/catalog.md is stale: run python -m envscope._catalog_doc"
+        "docs/catalog.md is stale: run python -m envscope.policy._catalog_doc"
     )
 
 

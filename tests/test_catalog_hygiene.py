@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from envscope import Catalog, CatalogError, Surface, Tier
-from envscope.catalog import CatalogEntry
+from envscope.policy.catalog import CatalogEntry
 from tests.conftest import HostFactory
 
 CATALOG = Catalog.default()

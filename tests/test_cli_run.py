@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from envscope.cli import _RESTORED_SIGNALS, main
+from envscope.cli.main import _RESTORED_SIGNALS, main
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = str(ROOT / "fixtures" / "demo" / "envscope.yaml")

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from envscope import ConfigFileError, Surface
-from envscope.config import CONFIG_ENV, ConfigChoice, find_config, load_config
-from envscope.surfaces import Inherit
+from envscope.cli.config import CONFIG_ENV, ConfigChoice, find_config, load_config
+from envscope.policy.surfaces import Inherit
 
 
 def write(tmp_path: Path, text: str) -> str:

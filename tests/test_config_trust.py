@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from envscope import _trusted_file
-from envscope.catalog import Catalog
 from envscope.cli import main
-from envscope.config import CONFIG_ENV, MAX_CONFIG_BYTES, load_config
+from envscope.cli.config import CONFIG_ENV, MAX_CONFIG_BYTES, load_config
 from envscope.errors import CatalogError, ConfigFileError
+from envscope.files import _trusted_file
+from envscope.policy.catalog import Catalog
 from tests._privdrop import NOBODY, nobody_tree, run_as_nobody
 from tests._watchdog import run_with_watchdog
 

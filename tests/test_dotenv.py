@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from envscope import DotenvError
-from envscope._dotenv import MAX_DOTENV_LINES, parse_dotenv, read_dotenv
+from envscope.files._dotenv import MAX_DOTENV_LINES, parse_dotenv, read_dotenv
 
 TABLE = [
     ("A=1\n", {}, {"A": "1"}),

@@ -16,7 +16,8 @@ from typing import NamedTuple
 import pytest
 from dotenv.variables import parse_variables
 
-from envscope._dotenv import (
+from envscope.errors import DotenvError
+from envscope.files._dotenv import (
     MAX_BLANK_RUN_COST,
     MAX_DOTENV_BYTES,
     MAX_DOTENV_LINES,
@@ -25,7 +26,6 @@ from envscope._dotenv import (
     parse_dotenv,
     read_dotenv,
 )
-from envscope.errors import DotenvError
 from tests._watchdog import run_with_watchdog
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "dotenv"
@@ -89,7 +89,7 @@ def value_tokens(data: bytes) -> set[str]:
 
 _ISOLATED = """
 import json, sys
-from envscope._dotenv import read_dotenv
+from envscope.files._dotenv import read_dotenv
 from envscope.errors import DotenvError
 try:
     out = {"mapping": read_dotenv(sys.argv[1], environ=json.loads(sys.argv[2]))}
@@ -352,7 +352,7 @@ def test_invalid_names_are_errors_naming_file_and_line(text: str, line: int) -> 
     assert (info.value.path, info.value.line) == ("names.env", line)
 
 
-# -- regressions for the fixes in envscope/_dotenv.py ----------------------------------------------
+# -- regressions for the fixes in envscope/files/_dotenv.py -------------------------------
 
 
 @pytest.mark.parametrize(

@@ -38,8 +38,8 @@ from pathlib import Path
 import pytest
 
 from envscope import Catalog, Host, Trace
-from envscope._declarations import Problem, has_secret_suffix, plugin_prefix
 from envscope.errors import EnvscopeError, ManifestError
+from envscope.policy._declarations import Problem, has_secret_suffix, plugin_prefix
 from envscope.testing_fs import HOUR_NS, CallFault, InstrumentedFileSystem, SeamCall
 from tests.test_faults import Mode
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from envscope import Host
-from envscope._findings import (
+from envscope.audit._findings import (
     CREDENTIAL_KINDS,
     CredentialFinding,
     credential_kind,
@@ -180,7 +180,7 @@ def test_credential_at_the_end_of_a_huge_value() -> None:
 
 def test_import_envscope_does_not_load_findings() -> None:
     """``import envscope`` stays cheap: the regex table compiles only when this module is used."""
-    code = "import sys, envscope\nprint('envscope._findings' in sys.modules)"
+    code = "import sys, envscope\nprint('envscope.audit._findings' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -223,14 +223,14 @@ NAME_SHAPES = [
 @pytest.mark.parametrize(("key", "value", "kind"), NAME_SHAPES)
 def test_name_kind_table(key: str, value: str, kind: str | None) -> None:
     """Suffixes, SECRET/PASSWORD words and URLs with a password are named; others are not."""
-    from envscope._findings import name_kind
+    from envscope.audit._findings import name_kind
 
     assert name_kind(key, value) == kind
 
 
 def test_name_shape_search_is_linear() -> None:
     """A long URL-like value with no password is searched without backtracking blow-up."""
-    from envscope._findings import name_kind
+    from envscope.audit._findings import name_kind
 
     assert name_kind("X", "a://" + ":" * 200_000) is None
     assert name_kind("X", "a://" + "u" * 200_000 + ":" + "p" * 200_000) is None

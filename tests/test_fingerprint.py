@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envscope import ConfigurationError
-from envscope._fingerprint import (
+from envscope.audit._fingerprint import (
     FINGERPRINT_ENV,
     FINGERPRINT_FILE,
     MIN_KEY_CHARS,

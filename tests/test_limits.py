@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from envscope import EnvValueError, Reason, Trace
-from envscope.stages import MAX_VALUE_BYTES, validate_block
+from envscope.pipeline.stages import MAX_VALUE_BYTES, validate_block
 from tests.conftest import HostFactory
 
 

@@ -1,4 +1,4 @@
-"""The per-home manifest cache (``envscope._manifest_cache``): stamps, failing closed, threads."""
+"""The per-home manifest cache (``envscope.manifests._cache``): stamps, failing closed, threads."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 import pytest
 
-from envscope._declarations import HomeDeclarations, OriginKind
-from envscope._manifest_cache import ManifestCache
 from envscope.errors import ConfigurationError, ManifestError
+from envscope.manifests._cache import ManifestCache
+from envscope.policy._declarations import HomeDeclarations, OriginKind
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 from tests._privdrop import give_to_nobody, nobody_tree, run_as_nobody
 
@@ -692,7 +692,7 @@ def test_queued_callers_take_the_next_scan_without_probing(home: Path) -> None:
 
 SNIPPET = r"""
 import json, os, sys
-from envscope._manifest_cache import ManifestCache
+from envscope.manifests._cache import ManifestCache
 from envscope.errors import ManifestError
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 home, plan = sys.argv[1], json.loads(sys.argv[2])

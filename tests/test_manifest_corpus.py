@@ -9,9 +9,9 @@ from typing import NamedTuple
 import pytest
 import yaml
 
-import envscope._yaml as yaml_reader
-from envscope._manifest_schema import parse_manifest
+import envscope.files._yaml as yaml_reader
 from envscope.errors import ManifestError
+from envscope.manifests._schema import parse_manifest
 
 BAD = Path(__file__).resolve().parent.parent / "fixtures" / "manifests" / "bad"
 README = BAD / "README.md"

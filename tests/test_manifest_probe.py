@@ -1,4 +1,4 @@
-"""The stat pass (``envscope._manifest_probe``): dangling links as plugin dirs and roots, absence.
+"""The stat pass (``envscope.manifests._probe``): dangling links as plugin dirs and roots, absence.
 
 A dangling symlink as a plugin directory or as a plugin root (``plugins/``,
 ``plugins/platforms/``) fails closed: a problem naming the link — fatal under
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from envscope._manifest_probe import State, home_roots, probe
 from envscope.errors import ManifestError
+from envscope.manifests._probe import State, home_roots, probe
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 from tests._privdrop import give_to_nobody, nobody_tree, run_as_nobody
 from tests.test_faults import (

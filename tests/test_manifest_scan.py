@@ -1,4 +1,4 @@
-"""Manifest scanning (``envscope._manifest_scan``) and the file-system seam (``envscope._fs``)."""
+"""Manifest scanning (``envscope.manifests._scan``) and the file seam (``envscope.files._fs``)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from envscope._declarations import OriginKind, plugin_prefix
-from envscope._fs import RealFileSystem
-from envscope._manifest_scan import (
+from envscope.files._fs import RealFileSystem
+from envscope.manifests._scan import (
     RACY_WINDOW_NS,
     ScanResult,
     State,
@@ -22,7 +21,8 @@ from envscope._manifest_scan import (
     probe,
     scan,
 )
-from envscope._manifest_schema import MAX_MANIFEST_BYTES
+from envscope.manifests._schema import MAX_MANIFEST_BYTES
+from envscope.policy._declarations import OriginKind, plugin_prefix
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "scan"

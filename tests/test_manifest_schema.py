@@ -1,4 +1,4 @@
-"""The manifest schema and YAML reader: ``envscope._manifest_schema.parse_manifest``."""
+"""The manifest schema and YAML reader: ``envscope.manifests._schema.parse_manifest``."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import envscope._yaml as yaml_reader
-from envscope._manifest_schema import (
+import envscope.files._yaml as yaml_reader
+from envscope.errors import FileError, ManifestError
+from envscope.manifests._schema import (
     MAX_MANIFEST_BYTES,
     Manifest,
     ManifestEntry,
     parse_manifest,
 )
-from envscope.errors import FileError, ManifestError
 
 GOOD = Path(__file__).resolve().parent.parent / "fixtures" / "manifests" / "good"
 
@@ -636,7 +636,7 @@ def test_yaml_like_text_parses_or_raises_manifest_error(text: str) -> None:
 # --- import cost ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", ["envscope._manifest_schema", "envscope"])
+@pytest.mark.parametrize("module", ["envscope.manifests._schema", "envscope"])
 def test_import_does_not_load_yaml_or_pydantic(module: str) -> None:
     """Importing the schema module (or envscope) loads neither PyYAML nor pydantic."""
     code = (
@@ -671,10 +671,15 @@ def _envscope_imports(module: str) -> set[str]:
 @pytest.mark.parametrize(
     ("module", "allowed"),
     [
-        ("envscope._yaml", {"envscope.errors"}),
+        ("envscope.files._yaml", {"envscope.errors"}),
         (
-            "envscope._manifest_schema",
-            {"envscope._yaml", "envscope._declarations", "envscope.errors"},
+            "envscope.manifests._schema",
+            {
+                "envscope.files._yaml",
+                "envscope.policy._declarations",
+                "envscope._inputs",
+                "envscope.errors",
+            },
         ),
     ],
 )

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from envscope import Action, ConfigurationError, EnvValueError, Reason, StaticSource, Surface, Trace
-from envscope.surfaces import (
+from envscope.policy.surfaces import (
     MCP_SAFE_NAMES_POSIX,
     MCP_SAFE_NAMES_WINDOWS,
     MCP_SAFE_PREFIXES_POSIX,

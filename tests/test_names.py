@@ -64,3 +64,65 @@ def test_an_adapter_declares_the_whole_name(tmp_path: Path) -> None:
     policy = host.policy()
     assert policy.tier_of("ACME_API_TOKEN") is not None
     assert policy.tier_of("A") is None
+
+
+# -- one name rule: every checker of an env name agrees with ``valid_name`` ---------
+
+NAME_TABLE = ["", "A=B", "=A", "A\x00B", "OK_NAME", "lower", "_X1", "1ABC", "A B", "É_NAME"]
+
+
+def _name_checkers() -> dict[str, Callable[[str], bool]]:
+    """Each place that decides whether a string is an environment name, as a predicate."""
+    from envscope._inputs import coerce_extra, valid_name
+    from envscope.errors import EnvValueError
+    from envscope.manifests._schema import env_name_problem
+    from envscope.pipeline.stages import validate_block
+    from envscope.policy.sources import credential_names_of
+
+    def extra_accepts(name: str) -> bool:
+        try:
+            coerce_extra({name: "v"})
+        except EnvValueError:
+            return False
+        return True
+
+    def source_accepts(candidate: str) -> bool:
+        class _Source:
+            name = "s"
+            credential_names = (candidate,)
+
+        try:
+            credential_names_of(_Source())
+        except ConfigurationError:
+            return False
+        return True
+
+    return {
+        "valid_name": valid_name,
+        "coerce_extra": extra_accepts,
+        "validate_block": lambda n: n in validate_block({n: "v"}, max_total_bytes=1 << 20),
+        "manifest env_name_problem": lambda n: env_name_problem(n) is None,
+        "source credential_names": source_accepts,
+        "Catalog.with_names": lambda n: _catalog_accepts(n),
+    }
+
+
+def _catalog_accepts(name: str) -> bool:
+    try:
+        Catalog.default().with_names(tier1=[name])
+    except ConfigurationError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("name", NAME_TABLE)
+@pytest.mark.parametrize("checker", list(_name_checkers()))
+def test_no_checker_accepts_a_name_valid_name_refuses(checker: str, name: str) -> None:
+    """A name with ``=`` or NUL, or an empty one, is refused by every checker (one rule)."""
+    from envscope._inputs import valid_name
+
+    accepts = _name_checkers()[checker](name)
+    if not valid_name(name):
+        assert not accepts
+    elif checker in {"valid_name", "coerce_extra", "validate_block"}:
+        assert accepts  # the execve rule itself: nothing stricter

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from envscope import Catalog, CatalogError, Host, Surface
-from envscope.config import load_config
+from envscope.cli.config import load_config
 from tests.conftest import HostFactory
 
 S58 = (

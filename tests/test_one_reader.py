@@ -19,20 +19,20 @@ from pathlib import Path
 
 import pytest
 
-from envscope._fs import RealFileSystem, read_regular_file
 from envscope.cli import main
+from envscope.files._fs import RealFileSystem, read_regular_file
 from tests._watchdog import run_with_watchdog
 
 PACKAGE = Path(__file__).resolve().parent.parent / "envscope"
 
 # (module, enclosing function) -> why it may open a file itself.
 ALLOWED_OPENS: dict[tuple[str, str], str] = {
-    ("_fs.py", "read_regular_file"): "the one reader",
-    ("cli.py", "_cmd_snapshot"): "writes the snapshot the user asked for (not a read)",
-    ("cli.py", "_silence_stdout"): "opens os.devnull for writing once stdout is gone",
-    ("catalog.py", "_load_default"): "package data read through importlib.resources",
-    ("_catalog_doc.py", "main"): "the maintainer's docs/catalog.md generator (a repo file)",
-    ("_fingerprint.py", "load_or_create_key"): "creates the key file O_EXCL (not a read)",
+    ("files/_fs.py", "read_regular_file"): "the one reader",
+    ("cli/main.py", "_cmd_snapshot"): "writes the snapshot the user asked for (not a read)",
+    ("cli/main.py", "_silence_stdout"): "opens os.devnull for writing once stdout is gone",
+    ("policy/catalog.py", "_load_default"): "package data read through importlib.resources",
+    ("policy/_catalog_doc.py", "main"): "the maintainer's docs/catalog.md generator (a repo file)",
+    ("audit/_fingerprint.py", "load_or_create_key"): "creates the key file O_EXCL (not a read)",
 }
 _OPENERS = {"open", "fdopen", "read_bytes", "read_text"}
 

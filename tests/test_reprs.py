@@ -11,8 +11,8 @@ import pytest
 
 import envscope
 from envscope import Host, StaticSource, Surface
-from envscope.config import load_config
-from envscope.surfaces import SurfacePolicy
+from envscope.cli.config import load_config
+from envscope.policy.surfaces import SurfacePolicy
 from envscope.testing import assert_no_secrets
 
 SECRETS = {

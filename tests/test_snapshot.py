@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from envscope._snapshot import parse_snapshot
+from envscope.audit._snapshot import parse_snapshot
 from envscope.cli import main
 from envscope.errors import SnapshotError
 

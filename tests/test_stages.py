@@ -5,16 +5,16 @@ from __future__ import annotations
 import pytest
 
 from envscope import Action, Catalog, Reason, Trace
-from envscope._sanitize import SanitizeOptions, sanitize
-from envscope.policy import build_policy
-from envscope.stages import (
+from envscope.pipeline._sanitize import SanitizeOptions, sanitize
+from envscope.pipeline.stages import (
     apply_managed,
     from_entries,
     overlay_scope,
     strip_residue,
     to_entries,
 )
-from envscope.surfaces import Allowlist, BaseFilter
+from envscope.policy._secret_policy import build_policy
+from envscope.policy.surfaces import Allowlist, BaseFilter
 
 POLICY = build_policy(Catalog.default())
 
@@ -40,7 +40,7 @@ def test_to_entries_collapses_case_twins(env: dict[str, str], expected: dict[str
 @pytest.mark.parametrize("memo_size", [0, 1, 3, 1000])
 def test_strip_residue_with_a_full_memo(monkeypatch: pytest.MonkeyPatch, memo_size: int) -> None:
     """A rule whose memo is full decides the rest per build: same result, same order, same trace."""
-    import envscope._residue_rule as residue_rule
+    import envscope.pipeline._residue_rule as residue_rule
 
     env = {"PATH": "/b", "A_MARKER": "a", "OPENAI_API_KEY": "k", "K": "v", "Z_TOKEN": "z"}
     residue, keep = frozenset({"A_MARKER", "PATH"}), frozenset({"PATH"})

@@ -8,8 +8,8 @@ from types import MappingProxyType
 import pytest
 
 from envscope import Host, Inherit, Reason, Surface, SurfacePolicy, Trace
-from envscope.config import load_config
-from envscope.surfaces import (
+from envscope.cli.config import load_config
+from envscope.policy.surfaces import (
     CORE_NAMES_POSIX,
     CORE_NAMES_WINDOWS,
     MCP_SAFE_NAMES_WINDOWS,

@@ -13,7 +13,7 @@ import pytest
 
 import envscope.testing
 from envscope import DotenvError, Surface
-from envscope._dotenv import parse_dotenv
+from envscope.files._dotenv import parse_dotenv
 from envscope.testing import (
     LAUNCH,
     HostFactory,

@@ -21,7 +21,7 @@ from dotenv.main import DotEnv
 from hypothesis import given
 from hypothesis import strategies as st
 
-from envscope._dotenv import read_dotenv
+from envscope.files._dotenv import read_dotenv
 
 pytestmark = pytest.mark.property
 

@@ -19,12 +19,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from envscope import Host, Surface
-from envscope._dotenv import read_dotenv
-from envscope._fingerprint import FINGERPRINT_FILE, load_or_create_key
-from envscope._manifest_schema import parse_manifest
-from envscope.catalog import Catalog
-from envscope.config import load_config
+from envscope.audit._fingerprint import FINGERPRINT_FILE, load_or_create_key
+from envscope.cli.config import load_config
 from envscope.errors import EnvscopeError
+from envscope.files._dotenv import read_dotenv
+from envscope.manifests._schema import parse_manifest
+from envscope.policy.catalog import Catalog
 
 pytestmark = pytest.mark.property
 

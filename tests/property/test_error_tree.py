@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envscope import Catalog, EnvscopeError, Host, StaticSource, Surface, Trace
-from envscope._dotenv import read_dotenv
-from envscope._manifest_schema import parse_manifest
+from envscope.files._dotenv import read_dotenv
+from envscope.manifests._schema import parse_manifest
 
 pytestmark = pytest.mark.property
 FEW = settings(max_examples=100)

@@ -12,13 +12,13 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from envscope import stages
-from envscope._residue_rule import ResidueRule
-from envscope.catalog import Catalog
+from envscope.audit.trace import Trace
 from envscope.errors import EnvValueError
-from envscope.policy import build_policy
-from envscope.stages import MAX_VALUE_BYTES, strip_residue, to_entries, validate_block
-from envscope.trace import Trace
+from envscope.pipeline import stages
+from envscope.pipeline._residue_rule import ResidueRule
+from envscope.pipeline.stages import MAX_VALUE_BYTES, strip_residue, to_entries, validate_block
+from envscope.policy._secret_policy import build_policy
+from envscope.policy.catalog import Catalog
 
 pytestmark = pytest.mark.property
 

@@ -26,7 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from envscope import Catalog, Host, StaticSource, Surface, Tier
 from envscope.errors import EnvscopeError, ManifestError, RoutingError
-from envscope.surfaces import MCP_SAFE_NAMES_WINDOWS
+from envscope.policy.surfaces import MCP_SAFE_NAMES_WINDOWS
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 from tests.property.conftest import MACHINE_EXAMPLES
 

@@ -16,9 +16,9 @@ from dotenv.variables import parse_variables
 from hypothesis import assume, event, example, given
 from hypothesis import strategies as st
 
-from envscope._dotenv import _interpolate, parse_dotenv, read_dotenv
-from envscope._manifest_schema import ENV_SECTIONS, Manifest, parse_manifest
 from envscope.errors import DotenvError, ManifestError
+from envscope.files._dotenv import _interpolate, parse_dotenv, read_dotenv
+from envscope.manifests._schema import ENV_SECTIONS, Manifest, parse_manifest
 
 pytestmark = pytest.mark.property
 

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from envscope._declarations import Problem
-from envscope._report import (
+from envscope.audit._report import (
     DiffEntry,
     ScanReport,
     format_diff,
@@ -17,6 +16,7 @@ from envscope._report import (
     format_scan,
     printable,
 )
+from envscope.policy._declarations import Problem
 
 pytestmark = pytest.mark.property
 

@@ -1,0 +1,298 @@
+"""Pure formatters for the command line: snapshots, explain tables, diffs, scan reports.
+
+Nothing here prints or reads a file; ``cli.main`` does. No function here
+ever renders a value unless it is handed one explicitly (``--show-values``),
+and Tier 1 values are masked even then.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from envscope.audit.trace import Trace
+from envscope.policy._declarations import Origin, Problem
+
+__all__ = [
+    "SNAPSHOT_VERSION",
+    "DiffEntry",
+    "ScanReport",
+    "diff_snapshots",
+    "format_diff",
+    "format_explain",
+    "format_json",
+    "format_scan",
+    "scan_json",
+    "snapshot_of",
+]
+
+SNAPSHOT_VERSION = 1
+MASK = "********"
+_COLORS = {"kept": "32", "added": "32", "overridden": "33", "stripped": "31", "refused": "31"}
+JsonDict = dict[str, Any]
+
+
+def display_path(path: str, relative_to: str | None) -> str:
+    """``path`` relative to ``relative_to`` when it lies under it, else unchanged."""
+    if relative_to and os.path.isabs(path):
+        rel = os.path.relpath(path, relative_to)
+        if not rel.startswith(".."):
+            return rel
+    return path
+
+
+def _origin_text(origin: Origin | None, relative_to: str | None) -> str | None:
+    if origin is None:
+        return None
+    if origin.path:
+        origin = Origin(
+            origin.kind, origin.detail, display_path(origin.path, relative_to), origin.line
+        )
+    return str(origin)
+
+
+def snapshot_of(
+    trace: Trace,
+    *,
+    home: str,
+    surface: str | None = None,
+    relative_to: str | None = None,
+    key_id: str | None = None,
+) -> JsonDict:
+    """The JSON an auditor keeps: keys, final decisions, fingerprints; never a value.
+
+    Origin paths under ``relative_to`` are shown relative to it; ``key_id``
+    names the fingerprint key (``fingerprint_key_id``) so a diff can tell
+    snapshots made under different keys.
+    """
+    ctx = trace.context
+    child = frozenset(k.upper() for k in ctx.child_keys)
+    keys: JsonDict = {}
+    for up, d in sorted(trace.final().items()):
+        keys[d.key] = {
+            "in_child": up in child,
+            "action": "kept" if up in child and d.removed else d.action.value,
+            "stage": d.stage.value,
+            "reason": d.reason.value,
+            "origin": _origin_text(d.origin, relative_to),
+            "fingerprint": d.fingerprint,
+        }
+    return {
+        "envscope_snapshot": SNAPSHOT_VERSION,
+        "fingerprint_key_id": key_id,
+        "home": home,
+        "surface": surface or ctx.surface,
+        "routed": ctx.routed,
+        "policy": {
+            "complete": ctx.complete,
+            "problems": [_problem_text(p, relative_to) for p in ctx.problems],
+        },
+        "child": sorted(ctx.child_keys),
+        "keys": keys,
+        "warnings": list(ctx.warnings),
+    }
+
+
+def relative_problem(problem: Problem, relative_to: str | None) -> Problem:
+    """The problem with its path shown relative to ``relative_to`` where possible."""
+    path = display_path(problem.path, relative_to)
+    return Problem(path, problem.message, problem.line, problem.field, problem.plugin)
+
+
+def _problem_text(problem: Problem, relative_to: str | None) -> str:
+    return str(relative_problem(problem, relative_to))
+
+
+def printable(text: str) -> str:
+    """``text`` with every non-printable character escaped (``\\x1b``, ``\\u202e``, ``\\n``).
+
+    Keys, origins and paths come from files others may write (a profile's
+    ``.env`` key can hold an ANSI escape): no text formatter passes one raw.
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escaped(c) for c in text)
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def format_json(data: object) -> str:
+    """Stable JSON: sorted keys, two-space indent, a trailing newline."""
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _table(rows: Sequence[Sequence[str]], color_col: int | None, color: bool) -> list[str]:
+    rows = [[printable(cell) for cell in row] for row in rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for n, row in enumerate(rows):
+        cells = [c.ljust(w) for c, w in zip(row, widths, strict=True)]
+        if color and n > 0 and color_col is not None:
+            code = _COLORS.get(row[color_col].strip())
+            if code:
+                cells[color_col] = f"\x1b[{code}m{cells[color_col]}\x1b[0m"
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def format_explain(
+    snapshot: JsonDict,
+    *,
+    values: Mapping[str, str] | None = None,
+    is_tier1: Callable[[str], bool] = lambda _key: True,
+    color: bool = False,
+) -> str:
+    """An aligned table of every key (action, stage, reason, origin) and a summary line.
+
+    ``values`` (``--show-values``) adds a VALUE column; Tier 1 values are
+    masked even then.
+    """
+    header = ["KEY", "ACTION", "STAGE", "REASON", "ORIGIN"]
+    if values is not None:
+        header.append("VALUE")
+    rows: list[list[str]] = [header]
+    for key, info in snapshot["keys"].items():
+        row = [key, info["action"], info["stage"], info["reason"], info["origin"] or ""]
+        if values is not None:
+            shown = values.get(key)
+            row.append("" if shown is None else MASK if is_tier1(key) else shown)
+        rows.append(row)
+    title = printable(f"envscope explain: {snapshot['surface']} child for {snapshot['home']}")
+    if snapshot["routed"]:
+        title += " (routed)"
+    lines = [title, "", *_table(rows, 1, color), ""]
+    kept = len(snapshot["child"])
+    removed = sum(1 for info in snapshot["keys"].values() if not info["in_child"])
+    policy = snapshot["policy"]
+    status = "complete" if policy["complete"] else "PARTIAL (failing closed)"
+    lines.append(f"{kept} kept, {removed} removed; policy {status}")
+    lines.extend(printable(f"problem: {p}") for p in policy["problems"])
+    lines.extend(printable(f"warning: {w}") for w in snapshot["warnings"])
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class DiffEntry:
+    """One difference between two snapshots, with the rule that explains it."""
+
+    key: str
+    change: str  # "added" | "removed" | "changed"
+    rule: str
+
+
+def _rule(info: Mapping[str, Any] | None, label: str) -> str:
+    if info is None:
+        return f"{label}: never seen (not in its parent env or scope)"
+    origin = f" ({info['origin']})" if info.get("origin") else ""
+    return f"{label}: {info['action']} at {info['stage']}, {info['reason']}{origin}"
+
+
+def fingerprints_comparable(a: JsonDict, b: JsonDict) -> bool:
+    """Both snapshots name the same fingerprint key (a snapshot without one compares to none)."""
+    a_id, b_id = a.get("fingerprint_key_id"), b.get("fingerprint_key_id")
+    return a_id is not None and a_id == b_id
+
+
+KEYS_DIFFER_NOTE = (
+    "the two sides were made under different fingerprint keys (or one names no key): "
+    "changed values cannot be told apart, only added and removed keys are listed"
+)
+
+
+def diff_snapshots(
+    a: JsonDict, b: JsonDict, *, labels: tuple[str, str] = ("A", "B")
+) -> list[DiffEntry]:
+    """Keys added to, removed from and changed between two children's envs.
+
+    "Changed" (a different fingerprint) is reported only when both sides were
+    made under the same fingerprint key (``fingerprints_comparable``).
+    """
+    comparable = fingerprints_comparable(a, b)
+    a_keys = {k.upper(): (k, v) for k, v in a["keys"].items()}
+    b_keys = {k.upper(): (k, v) for k, v in b["keys"].items()}
+    a_child = {k.upper() for k in a["child"]}
+    b_child = {k.upper() for k in b["child"]}
+    out: list[DiffEntry] = []
+    for up in sorted(a_child | b_child):
+        a_info = a_keys.get(up, (up, None))[1]
+        b_info = b_keys.get(up, (up, None))[1]
+        key = (b_keys.get(up) or a_keys.get(up) or (up, None))[0]
+        why = f"{_rule(a_info, labels[0])}; {_rule(b_info, labels[1])}"
+        if up not in a_child:
+            out.append(DiffEntry(key, "added", why))
+        elif up not in b_child:
+            out.append(DiffEntry(key, "removed", why))
+        elif (
+            comparable
+            and a_info is not None
+            and b_info is not None
+            and a_info["fingerprint"] != b_info["fingerprint"]
+        ):
+            out.append(DiffEntry(key, "changed", why))
+    return out
+
+
+def format_diff(
+    entries: Iterable[DiffEntry], labels: tuple[str, str], *, comparable: bool = True
+) -> str:
+    """A table of differences (or a line saying there are none), with the key note."""
+    items = list(entries)
+    head = printable(f"envscope diff: {labels[0]} → {labels[1]}")
+    if not comparable:
+        head += f"\nnote: {KEYS_DIFFER_NOTE}"
+    if not items:
+        return f"{head}\n\nno differences\n"
+    rows = [["KEY", "CHANGE", "WHY"], *([e.key, e.change, e.rule] for e in items)]
+    counts = {c: sum(1 for e in items if e.change == c) for c in ("added", "removed", "changed")}
+    summary = ", ".join(f"{n} {c}" for c, n in counts.items())
+    return "\n".join([head, "", *_table(rows, None, False), "", summary]) + "\n"
+
+
+@dataclass(frozen=True)
+class ScanReport:
+    """What ``envscope scan`` found for one home (or one plugin directory)."""
+
+    label: str
+    secrets: Mapping[str, Sequence[str]]  # manifest path → declared secret names
+    problems: Sequence[Problem]
+
+
+def format_scan(reports: Iterable[ScanReport]) -> str:
+    """Every problem with file:line and field, and the declared secrets per plugin."""
+    lines: list[str] = []
+    total = 0
+    for report in reports:
+        lines.append(printable(f"{report.label}:"))
+        for path, names in sorted(report.secrets.items()):
+            lines.append(printable(f"  {path}: {', '.join(sorted(names)) or '(no secrets)'}"))
+        for problem in report.problems:
+            lines.append(printable(f"  problem: {problem}"))
+        total += len(report.problems)
+        lines.append("")
+    lines.append(f"{total} problem{'s' if total != 1 else ''}")
+    return "\n".join(lines) + "\n"
+
+
+def scan_json(reports: Iterable[ScanReport]) -> JsonDict:
+    """The scan as stable JSON."""
+    return {
+        "reports": [
+            {
+                "label": r.label,
+                "secrets": {p: sorted(n) for p, n in sorted(r.secrets.items())},
+                "problems": [
+                    {"path": p.path, "line": p.line, "field": p.field, "message": p.message}
+                    for p in r.problems
+                ],
+            }
+            for r in reports
+        ]
+    }

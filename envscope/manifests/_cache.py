@@ -1,0 +1,262 @@
+"""The per-home manifest cache: bounded, thread-safe, failing closed.
+
+``ManifestCache.declarations(identity, path)`` returns the current
+``HomeDeclarations`` of one home. Each call *checks*: it probes the roots (one
+``scandir`` per root, about one ``stat`` per candidate manifest, no ``open``) and
+compares the probe with the cached stamp; equal → the cached result, the very
+same object. A racy probe (a manifest touched within ``RACY_WINDOW_NS`` of the
+clock) is never trusted: the next call scans again.
+
+Concurrency. One ``threading.Lock`` guards the LRU (a ``cachetools.LRUCache``) and the
+table of in-flight checks, and is held only for dict gets and sets, never while
+probing, reading or parsing. Calls for one home are single-flight: they queue on
+that home's own lock, and a caller that arrived before a check started takes that
+check's result without probing again (a probe that began after the call did saw a
+state at least as recent as the call's own would have: N threads spawning for one
+home cost about two probes, not N in a convoy). Results are immutable and swapped in
+whole, so no caller sees half of an old scan and half of a new one.
+
+Failing closed. A partial scan (``complete=False``) keeps every secret, deny
+prefix and plugin prefix of the home's previous result (a complete scan does
+not, so a deleted plugin releases its names). The scan itself denies the
+secret-suffixed names under a failing plugin's prefix, also on the first scan.
+An unlistable root names no plugin: the scan denies the empty prefix (every
+secret-suffixed name of the home) while it lasts.
+
+Retention does not depend on the LRU. Besides the bounded LRU of results, the
+cache keeps a *retention record*: per home identity, the declarations of its
+latest result (secrets, plugin prefixes, deny prefixes), for every home whose
+latest result declared anything. An evicted home's next scan starts from that
+record, so a broken edit after eviction still denies every name the good
+version declared. The record is bounded by what plugins declared (a home whose
+complete scan declares nothing has no record; a deleted plugin's names leave
+it with the complete scan that released them), and it shares the very
+``Declaration`` objects of the results. ``clear()`` is its reset seam.
+
+``generation`` comes from one counter per cache, so it grows with every new
+result of a home (also across eviction); a rescan that finds exactly the same
+declarations returns the previous object unchanged.
+
+Errors. With ``on_unreadable_platform="raise"`` (the default) a problem under a
+platform root (bundled or ``plugins/platforms/``: unlistable root, unsearchable
+plugin directory, unreadable, oversize or invalid manifest) raises
+``ManifestError`` naming the file (and line/field) — the first such problem in
+scan order — on every call while it lasts. The fail-closed result is cached
+first, and ``declarations(..., on_unreadable_platform="deny")`` returns it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+from envscope.errors import ConfigurationError, ManifestError
+from envscope.files._fs import FileSystem, RealFileSystem
+from envscope.manifests._scan import (
+    CandidateProbe,
+    Parsed,
+    Root,
+    RootKind,
+    RootProbe,
+    ScanResult,
+    home_roots,
+    probe,
+    scan,
+)
+from envscope.policy._declarations import Declaration, HomeDeclarations, Origin, Problem
+
+__all__ = ["ManifestCache", "UnreadablePlatformMode"]
+
+UnreadablePlatformMode = Literal["raise", "deny"]
+
+
+@dataclass(slots=True)
+class _Entry:
+    """One home's cached result with the stamp it was built from.
+
+    Immutable but for ``ticket``, which only grows (under the cache lock).
+    """
+
+    stamp: tuple[RootProbe, ...]
+    declarations: HomeDeclarations
+    fatal: tuple[Problem, ...]
+    racy: bool
+    ticket: int  # taken just before the latest probe that produced or confirmed this result
+    home_path: str
+    roots: tuple[Root, ...]
+
+    def expected(self, shared: Mapping[str, RootProbe]) -> dict[str, RootProbe]:
+        """What the next probe of this home expects: this stamp, shared roots' latest probe."""
+        return {rp.root.path: shared.get(rp.root.path, rp) for rp in self.stamp}
+
+
+@dataclass(slots=True)
+class _Flight:
+    """The per-home lock and how many callers hold or wait for it."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    users: int = 0
+
+
+def _retain(previous: HomeDeclarations | None, result: ScanResult) -> HomeDeclarations:
+    """The scan's declarations; on a partial scan, unioned with the previous result."""
+    secrets: dict[str, Declaration] = dict(result.secrets)
+    deny: dict[str, Origin] = dict(result.deny_prefixes)
+    prefixes = set(result.plugin_prefixes)
+    if not result.complete and previous is not None:
+        for name, decl in previous.secrets.items():
+            secrets.setdefault(name, decl)
+        for prefix, origin in previous.deny_prefixes.items():
+            deny.setdefault(prefix, origin)
+        prefixes |= previous.plugin_prefixes
+    return HomeDeclarations(
+        secrets=MappingProxyType(secrets),
+        plugin_prefixes=frozenset(prefixes),
+        deny_prefixes=MappingProxyType(deny),
+        complete=result.complete,
+        problems=result.problems,
+    )
+
+
+class ManifestCache:
+    """Per-home manifest declarations, re-checked on every call against a stat stamp."""
+
+    def __init__(
+        self,
+        *,
+        bundled_root: str | None,
+        fs: FileSystem | None = None,
+        on_unreadable_platform: UnreadablePlatformMode = "raise",
+        maxsize: int = 256,
+    ) -> None:
+        if on_unreadable_platform not in ("raise", "deny"):
+            raise ConfigurationError(
+                f"on_unreadable_platform must be 'raise' or 'deny', not {on_unreadable_platform!r}"
+            )
+        if maxsize < 1:
+            raise ConfigurationError(f"maxsize must be at least 1, not {maxsize!r}")
+        self._bundled_root = bundled_root
+        self._fs: FileSystem = RealFileSystem() if fs is None else fs
+        self._mode: UnreadablePlatformMode = on_unreadable_platform
+        self._lock = threading.Lock()
+        from cachetools import LRUCache  # on first use: keeps ``import envscope`` cheap
+
+        self._entries: LRUCache[str, _Entry] = LRUCache(maxsize)
+        # Retention, apart from the LRU: home identity -> its latest declarations, for
+        # every home whose latest result declared anything (see the module docstring).
+        self._retained: dict[str, HomeDeclarations] = {}
+        self._flights: dict[str, _Flight] = {}
+        # The latest probe of each root every home shares (the bundled root): a home's
+        # probe reuses its objects, so all homes hold one copy and compare by identity.
+        self._shared: dict[str, RootProbe] = {}  # root path -> probe
+        # What each settled manifest of those shared roots declares, parsed once for all homes
+        # (pruned to the current probe of the shared roots after each scan).
+        self._parsed: dict[CandidateProbe, Parsed] = {}
+        self._tickets = itertools.count(1)
+        self._generations = itertools.count(1)
+
+    def declarations(
+        self,
+        home_identity: str,
+        home_path: str,
+        *,
+        on_unreadable_platform: UnreadablePlatformMode | None = None,
+    ) -> HomeDeclarations:
+        """Thread-safe: the current declarations for one home (cache key: ``home_identity``).
+
+        Raises ``ManifestError`` for a platform-root problem unless the mode
+        (this call's, else the cache's) is ``"deny"``.
+        """
+        entry = self._current(home_identity, home_path)
+        mode = self._mode if on_unreadable_platform is None else on_unreadable_platform
+        if mode == "raise" and entry.fatal:
+            first = entry.fatal[0]
+            raise ManifestError(first.path, first.message, line=first.line, field=first.field)
+        return entry.declarations
+
+    def clear(self) -> None:
+        """Forget every home, its retained names, the shared roots' probes and parses.
+
+        A reset seam for tests: after it, every home's next scan is a first scan.
+        """
+        with self._lock:
+            self._entries.clear()
+            self._retained = {}
+            self._shared = {}
+            self._parsed = {}
+
+    @property
+    def retained_homes(self) -> int:
+        """How many homes the retention record holds (for tests and metrics)."""
+        with self._lock:
+            return len(self._retained)
+
+    def _prune_parsed(self) -> None:
+        """Forget parse results of shared-root candidates no longer in their latest probe."""
+        with self._lock:
+            current = {c for rp in self._shared.values() for c in rp.candidates}
+            if len(self._parsed) > len(current) or any(c not in current for c in self._parsed):
+                self._parsed = {c: p for c, p in self._parsed.items() if c in current}
+
+    def _current(self, key: str, home_path: str) -> _Entry:
+        """Single-flight per home: queue on the home's lock, then refresh."""
+        with self._lock:
+            arrival = next(self._tickets)
+            flight = self._flights.get(key)
+            if flight is None:
+                flight = self._flights[key] = _Flight()
+            flight.users += 1
+        try:
+            with flight.lock:
+                return self._refresh(key, home_path, arrival)
+        finally:
+            with self._lock:
+                flight.users -= 1
+                if flight.users == 0 and self._flights.get(key) is flight:
+                    del self._flights[key]
+
+    def _refresh(self, key: str, home_path: str, arrival: int) -> _Entry:
+        """Check the stamp and rescan when it changed (called holding the home's lock only)."""
+        with self._lock:
+            cached = self._entries.get(key)  # a hit marks it most recently used
+            if cached is not None and cached.ticket > arrival:
+                return cached  # a check that started after this call arrived
+            ticket = next(self._tickets)
+            retained = self._retained.get(key)  # survives the LRU's eviction of ``cached``
+        if cached is not None and cached.home_path == home_path:
+            roots = cached.roots
+            expected = cached.expected(self._shared)
+        else:
+            roots = home_roots(home_path, self._bundled_root)
+            expected = dict(self._shared)
+        found = probe(self._fs, roots, expected)
+        for rp in found.roots:
+            if rp.root.kind is RootKind.BUNDLED and self._shared.get(rp.root.path) is not rp:
+                with self._lock:
+                    self._shared[rp.root.path] = rp
+        if cached is not None and not cached.racy and cached.stamp == found.stamp:
+            with self._lock:
+                cached.ticket = max(cached.ticket, ticket)
+            return cached
+        result = scan(self._fs, found, self._parsed)
+        self._prune_parsed()
+        previous = retained if cached is None else cached.declarations
+        fresh = _retain(previous, result)
+        if previous is not None and fresh.replace(generation=previous.generation) == previous:
+            fresh = previous
+        else:
+            with self._lock:
+                generation = next(self._generations)
+            fresh = fresh.replace(generation=generation)
+        entry = _Entry(found.stamp, fresh, result.fatal, result.racy, ticket, home_path, roots)
+        with self._lock:
+            self._entries[key] = entry  # the LRUCache evicts the least recently used home
+            if fresh.secrets or fresh.deny_prefixes or fresh.plugin_prefixes:
+                self._retained[key] = fresh
+            else:
+                self._retained.pop(key, None)
+        return entry

@@ -1,0 +1,266 @@
+"""Plugin manifest schema: ``parse_manifest(data, path)`` → a frozen ``Manifest``.
+
+A manifest (``plugin.yaml``) declares the environment a plugin needs::
+
+    name: chatx
+    kind: platform
+    requires_env:
+      - CHATX_BOT_TOKEN                 # bare name
+      - name: CHATX_SIGNING_SECRET      # mapping entry
+        description: Signing secret
+        secret: true                    # or ``password: true``
+        category: messaging             # only none/messaging count toward secrets
+    optional_env: []
+
+The YAML is read by ``_yaml`` (safe, no aliases, depth ≤ 64, no duplicate
+keys, UTF-8, ≤ 256 KiB) and validated here with pydantic in strict mode (no
+coercion: ``secret: "yes"`` is an error; unknown fields are ignored). Every
+failure is a ``ManifestError`` naming the file, the line where known and the
+field path (``requires_env[2].secret``); no message repeats a value. Neither
+PyYAML nor pydantic is imported until the first ``parse_manifest``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from envscope._inputs import valid_name
+from envscope.errors import ManifestError
+from envscope.policy._declarations import has_secret_suffix
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
+
+    from envscope.files._yaml import Document
+
+__all__ = [
+    "MAX_MANIFEST_BYTES",
+    "Manifest",
+    "ManifestEntry",
+    "env_name_problem",
+    "parse_manifest",
+]
+
+MAX_MANIFEST_BYTES = 256 * 1024
+
+ENV_SECTIONS: tuple[str, ...] = ("requires_env", "optional_env")
+COUNTED_CATEGORIES: frozenset[str | None] = frozenset({None, "messaging"})
+PLATFORM_KIND = "platform"
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestEntry:
+    """One ``requires_env``/``optional_env`` entry."""
+
+    name: str
+    field: str  # e.g. "requires_env[2]"
+    line: int | None = None
+    secret: bool | None = None  # explicit secret/password flag, None when absent
+    category: str | None = None
+
+    @property
+    def counts(self) -> bool:
+        """Only entries with no category or category ``messaging`` count toward secrets."""
+        return self.category in COUNTED_CATEGORIES
+
+    @property
+    def is_secret(self) -> bool:
+        """Explicitly secret, or secret-suffixed and not ``secret: false`` (counting entries)."""
+        if not self.counts:
+            return False
+        if self.secret is not None:
+            return self.secret
+        return has_secret_suffix(self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """A validated manifest."""
+
+    path: str
+    name: str | None
+    kind: str | None
+    entries: tuple[ManifestEntry, ...]
+
+    @property
+    def is_platform(self) -> bool:
+        """True when the manifest says ``kind: platform``."""
+        return self.kind == PLATFORM_KIND
+
+
+def env_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be an environment variable name, or None when it can.
+
+    envscope's one name rule (``valid_name``: not empty, no ``=``, no NUL) plus
+    one stricter rule of the manifest format: no whitespace (a manifest names
+    variables a plugin reads; whitespace there is a typo, not a name).
+    """
+    if valid_name(name) and not any(char.isspace() for char in name):
+        return None
+    if not name:
+        return "is empty"
+    if "=" in name:
+        return "contains '='"
+    if "\x00" in name:
+        return "contains a NUL character"
+    if any(char.isspace() for char in name):
+        return "contains whitespace"
+    return None
+
+
+@functools.cache
+def _validator() -> Callable[[Document, str], Manifest]:
+    """Build the pydantic models on first use (keeps ``import envscope`` free of pydantic)."""
+    from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+    from pydantic_core import PydanticCustomError
+
+    config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+    class EnvEntry(BaseModel):
+        model_config = config
+
+        name: str
+        description: str | None = None
+        url: str | None = None
+        secret: bool | None = None
+        password: bool | None = None
+        prompt: str | None = None
+        category: str | None = None
+
+        @model_validator(mode="before")
+        @classmethod
+        def _bare_name(cls, data: object) -> object:
+            return {"name": data} if isinstance(data, str) else data
+
+        @field_validator("name")
+        @classmethod
+        def _valid_name(cls, value: str) -> str:
+            problem = env_name_problem(value)
+            if problem is not None:
+                raise PydanticCustomError(
+                    "env_name", f"is not a valid environment variable name: it {problem}"
+                )
+            return value
+
+        @model_validator(mode="after")
+        def _flags_agree(self) -> EnvEntry:
+            if None not in (self.secret, self.password) and self.secret != self.password:
+                raise PydanticCustomError(
+                    "flag_conflict", "secret and password disagree (password is secret's alias)"
+                )
+            return self
+
+    class ManifestModel(BaseModel):
+        model_config = config
+
+        name: str | None = None
+        kind: str | None = None
+        requires_env: list[EnvEntry] | None = None
+        optional_env: list[EnvEntry] | None = None
+
+    def validate(doc: Document, path: str) -> Manifest:
+        model = ManifestModel.model_validate(doc.root)
+        entries = tuple(
+            ManifestEntry(
+                entry.name,
+                f"{section}[{index}]",
+                doc.lines.get((section, index)),
+                entry.password if entry.secret is None else entry.secret,
+                entry.category,
+            )
+            for section in ENV_SECTIONS
+            for index, entry in enumerate(getattr(model, section) or ())
+        )
+        return Manifest(path, model.name, model.kind, entries)
+
+    return validate
+
+
+_MESSAGES = {
+    "missing": "is required",
+    "string_type": "must be a string, got {got}",
+    "bool_type": "must be true or false, got {got}",
+    "list_type": "must be a list, got {got}",
+    "model_type": "must be a name or a mapping with a name, got {got}",
+    "model_attributes_type": "must be a name or a mapping with a name, got {got}",
+    "dict_type": "must be a mapping, got {got}",
+}
+_OWN_MESSAGES = frozenset({"env_name", "flag_conflict"})
+
+
+def _locate(doc: Document, loc: tuple[int | str, ...]) -> tuple[str, int | None]:
+    """The field path and line for a pydantic error location in ``doc``.
+
+    The line is that of the deepest node that exists. When the location goes
+    on into a scalar (a bare-string entry checked as ``.name``), the field
+    stops at the scalar: ``requires_env[3]`` rather than ``requires_env[3].name``.
+    """
+    from envscope.files._yaml import render_path
+
+    node: object = doc.root
+    depth = 0
+    for part in loc:
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if not (in_list or (isinstance(node, dict) and part in node)):
+            break
+        node = node[part]  # type: ignore[index]
+        depth += 1
+    shown = loc if isinstance(node, (dict, list)) else loc[:depth]
+    return render_path(shown), doc.lines.get(tuple(loc[:depth]))
+
+
+def _error(doc: Document, path: str, errors: Sequence[ErrorDetails]) -> ManifestError:
+    """The first problem in the file (by line) as a ``ManifestError``, with a count of the rest."""
+    from envscope.files._yaml import yaml_type_name
+
+    located = []
+    for err in errors:
+        loc = tuple(err["loc"])
+        if err["type"] == "flag_conflict":
+            loc = (*loc, "password")
+        field, line = _locate(doc, loc)
+        located.append((line if line is not None else 0, field, line, err))
+    located.sort(key=lambda item: item[0])  # the earliest problem in the file first
+    _, field, line, err = located[0]
+    kind = err["type"]
+    if kind in _OWN_MESSAGES:
+        message = err["msg"]
+    else:
+        template = _MESSAGES.get(kind, "is invalid ({kind})")
+        message = template.format(got=yaml_type_name(err.get("input")), kind=kind)
+    if len(errors) > 1:
+        more = len(errors) - 1
+        message += f" (and {more} more problem{'s' if more > 1 else ''})"
+    return ManifestError(path, message, line=line, field=field or None)
+
+
+def parse_manifest(data: bytes, path: str) -> Manifest:
+    """Parse and validate manifest bytes read from ``path``.
+
+    Raises ``ManifestError`` (naming ``path``, the line where known and the
+    field path) for anything unreadable, unparsable or invalid.
+    """
+    from pydantic import ValidationError
+
+    from envscope.files._yaml import read_document, yaml_type_name
+
+    path = str(path)
+    doc = read_document(
+        bytes(data), path, error=ManifestError, kind="manifest", max_bytes=MAX_MANIFEST_BYTES
+    )
+    if doc.empty:
+        raise ManifestError(path, "a manifest must be a mapping; the file has no YAML content")
+    if not isinstance(doc.root, dict):
+        raise ManifestError(
+            path,
+            f"a manifest must be a mapping, got {yaml_type_name(doc.root)}",
+            line=doc.lines.get(()),
+        )
+    try:
+        return _validator()(doc, path)
+    except ValidationError as exc:  # it holds the input values: keep it out of the chain
+        failure = _error(doc, path, exc.errors(include_url=False))
+    raise failure  # outside the handler: the error has no __context__

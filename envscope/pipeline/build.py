@@ -1,0 +1,267 @@
+"""One build: stages 1-4 over one ``BuildRequest``, with the memo in front.
+
+The host checks the caller's arguments and reads what only it may read (the
+process env, the launch residue, the managed file, the policies); everything
+a build needs then travels in one frozen ``BuildRequest`` (the per-call part)
+and one ``BuildSettings`` (the host's configuration). ``run_build`` is pure:
+it reads no file and no ``os.environ``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from envscope.audit.trace import Trace, keep_value
+from envscope.pipeline import stages
+from envscope.pipeline._aliases import SecretValues
+from envscope.pipeline._sanitize import SanitizeOptions, sanitize
+from envscope.policy._declarations import Declaration, OriginKind, norm
+from envscope.policy.surfaces import BaseFilter, Surface, SurfacePolicy, mcp_allowlist
+
+if TYPE_CHECKING:
+    from envscope.pipeline._binding import Binding, BuildMemo
+    from envscope.pipeline._residue_rule import ResidueRule
+    from envscope.policy._declarations import Origin
+    from envscope.policy._secret_policy import SecretPolicy
+    from envscope.policy.catalog import Catalog
+
+__all__ = ["BuildRequest", "BuildSettings", "MemoKey", "build_child", "own_values", "run_build"]
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class BuildSettings:
+    """The host's configuration a build reads (fixed for a host, except the catalog)."""
+
+    catalog: Catalog
+    global_names: frozenset[str]
+    home_env_var: str
+    fold: bool  # Windows: names fold, the child holds one spelling per name
+    refuse: Callable[[str], bool]  # injection vectors a scope, extra or passthrough may not add
+    surface_policies: Mapping[Surface, SurfacePolicy]
+    mcp_network_trust: bool
+    strip_value_aliases: bool
+    max_env_bytes: int
+    known_safe: frozenset[str]
+    managed_path: str | None
+
+    def __repr__(self) -> str:
+        return f"BuildSettings(home_env_var={self.home_env_var!r}, fold={self.fold})"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class BuildRequest:
+    """Everything one build reads besides the settings (holds values: its repr shows none).
+
+    ``residue_rule`` is ``None`` when stage 1 does not run (an unrouted build,
+    or ``strip_launch_profile=False``); ``launch_policy`` is the launch home's
+    policy under routing, else ``None``.
+    """
+
+    settings: BuildSettings
+    snapshot: dict[str, str]  # the base env (the process env unless the caller passed one)
+    process: dict[str, str]  # the process env: the alias rule knows its secrets
+    extras: dict[str, str]
+    binding: Binding | None
+    target: str
+    routed: bool
+    policy: SecretPolicy
+    launch_policy: SecretPolicy | None
+    residue_rule: ResidueRule | None
+    managed: Mapping[str, str]
+    launch_values: Mapping[str, str]
+    supplied: frozenset[str] | None  # names a secret source supplied (allowlist surfaces)
+    surface: Surface
+    inherit_credentials: bool
+    passthrough: Sequence[str]
+    granted: frozenset[str]
+    ungrantable: frozenset[str]
+
+    def __repr__(self) -> str:
+        return f"BuildRequest(target={self.target!r}, surface={self.surface.value!r})"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class MemoKey:
+    """Where a build sits in the memo: its shape, the objects it read, the maps it compared."""
+
+    shape: tuple[object, ...]
+    same: tuple[object, ...]
+    equal: tuple[object, ...] = field(default=())
+
+    def __repr__(self) -> str:
+        return "MemoKey(...)"  # holds values: never shown
+
+
+def build_child(
+    memo: BuildMemo | None,
+    key: MemoKey | None,
+    trace: Trace | None,
+    make_request: Callable[[], BuildRequest],
+) -> dict[str, str]:
+    """A child env from the memo when this shape was built from the same inputs, else built.
+
+    ``make_request`` runs only on a miss. A traced miss records values where
+    fingerprints go, keeps the recording with the child and replays it into
+    ``trace``; a traced hit replays the kept recording.
+    """
+    if memo is None or key is None:
+        return run_build(make_request(), trace)
+    hit = memo.get(key.shape, key.same, key.equal)
+    if hit is not None:
+        child, recording = hit
+        if trace is not None and recording is not None:
+            trace.replay(recording)
+        return child
+    record_into = None if trace is None else Trace(fingerprint=keep_value)
+    child = run_build(make_request(), record_into)
+    recording = None
+    if trace is not None and record_into is not None:
+        recording = record_into.recording()
+        trace.replay(recording)
+    # Stored under the identities read *before* the build: should another thread
+    # replace the managed values meanwhile, the next build misses, never goes stale.
+    memo.put(key.shape, key.same, key.equal, child, recording)
+    return child
+
+
+def own_values(binding: Binding | None) -> dict[str, frozenset[str]]:
+    """The routed profile's own values: upper-cased name → the values of its spellings.
+
+    Its scope minus the managed keys; every spelling counts (POSIX keeps case twins).
+    """
+    if binding is None:
+        return {}
+    origins = binding.scope_origins
+    managed = OriginKind.MANAGED
+    own: dict[str, frozenset[str]] = {}
+    for key, value in binding.scope.items():
+        origin = origins.get(up := norm(key))
+        if origin is None or origin.kind is not managed:
+            own[up] = own.get(up, frozenset()) | {value}
+    return own
+
+
+def _routed_stages(
+    request: BuildRequest, entries: stages.Entries, trace: Trace | None
+) -> stages.Entries:
+    """Stages 1-3: strip the launch residue, overlay the routed scope, apply the managed keys."""
+    settings, binding = request.settings, request.binding
+    if request.residue_rule is not None:
+        entries = stages.strip_residue(entries, rule=request.residue_rule, trace=trace)
+    origins: Mapping[str, Origin] | None = None if binding is None else binding.scope_origins
+    entries = stages.overlay_scope(
+        entries,
+        {} if binding is None else binding.scope,
+        origins=origins,
+        home=request.target,
+        trace=trace,
+        refuse=settings.refuse,
+        fold=settings.fold,
+    )
+    return stages.apply_managed(
+        entries, request.managed, path=settings.managed_path, trace=trace, fold=settings.fold
+    )
+
+
+def _base_filter(request: BuildRequest) -> BaseFilter | None:
+    """The surface's filter of the base env (its allowlist and the host's surface policy)."""
+    settings = request.settings
+    surface_policy = settings.surface_policies.get(request.surface)
+    allowlist = None
+    if request.supplied is not None:
+        trust = settings.catalog.network_trust if settings.mcp_network_trust else frozenset()
+        allowlist = mcp_allowlist(
+            windows=settings.fold,
+            supplied=frozenset(map(norm, request.supplied)),
+            network_trust=trust,
+        )
+    if allowlist is None and surface_policy is None:
+        return None
+    return BaseFilter(allowlist, surface_policy, settings.fold)
+
+
+def _sanitize_options(
+    request: BuildRequest, parent: stages.Entries, entries: stages.Entries
+) -> SanitizeOptions:
+    """What stage 4 needs besides the entries and the policy."""
+    settings, surface, passthrough = request.settings, request.surface, request.passthrough
+    fold, routed = settings.fold, request.routed
+    surface_policy = settings.surface_policies.get(surface)
+    scope: Mapping[str, str] = {} if request.binding is None else request.binding.scope
+    launch_policy = request.launch_policy
+    return SanitizeOptions(
+        extra=request.extras,
+        inherit_credentials=request.inherit_credentials or surface.inherits_credentials,
+        passthrough=tuple(passthrough),
+        passthrough_source=(
+            None if not passthrough else stages.to_entries(scope, fold=fold) if routed else entries
+        ),
+        base_filter=_base_filter(request),
+        drop_shell_functions=surface is Surface.MCP,
+        # A routed child is told its own home on every surface; a worker always.
+        pinned=(
+            {settings.home_env_var: request.target} if routed or surface is Surface.WORKER else {}
+        ),
+        surface_set={} if surface_policy is None else surface_policy.set_env,
+        refuse=settings.refuse,
+        launch_policy=None if launch_policy is request.policy else launch_policy,
+        own=own_values(request.binding) if routed else {},
+        # every spelling, even where names fold (passthrough compares against each)
+        launch_env=(
+            parent
+            if not fold or not passthrough
+            else stages.to_entries(request.snapshot, fold=False)
+        ),
+        secrets=SecretValues() if settings.strip_value_aliases else None,
+        extra_is_grant=surface is Surface.MCP,
+        grant=request.granted,
+        ungrantable=request.ungrantable,
+        fold=fold,
+    )
+
+
+def _collect_secrets(request: BuildRequest, options: SanitizeOptions) -> None:
+    """Every secret value this build knows of, for the alias rule (DESIGN.md §3)."""
+    secrets, policy = options.secrets, request.policy
+    assert secrets is not None
+
+    def declare(up: str) -> Declaration | None:
+        return options.declaration(policy, up)
+
+    for values in (request.snapshot, request.process, request.launch_values, request.managed):
+        secrets.collect(values.items(), declare)
+    if not options.extra_is_grant:  # an MCP server's block holds the operator's literals
+        secrets.collect(options.extra.items(), declare)
+    secrets.collect(options.surface_set.items(), declare)
+    scope: Mapping[str, str] = {} if request.binding is None else request.binding.scope
+    secrets.collect(scope.items(), policy.declaration, scope=True)
+
+
+def run_build(request: BuildRequest, trace: Trace | None) -> dict[str, str]:
+    """The four stages of one build, then the block check (and the findings when traced)."""
+    settings = request.settings
+    parent = entries = stages.to_entries(request.snapshot, trace, fold=settings.fold)
+    if request.routed:
+        entries = _routed_stages(request, entries, trace)
+    options = _sanitize_options(request, parent, entries)
+    if options.secrets is not None:
+        _collect_secrets(request, options)
+    child = sanitize(entries, request.policy, options, trace=trace)
+    stages.validate_block(child, max_total_bytes=settings.max_env_bytes, trace=trace)
+    if trace is not None:
+        from envscope.audit._findings import finish_trace  # loads re: only a traced build
+
+        finish_trace(
+            trace,
+            child,
+            global_names=settings.global_names,
+            catalog=settings.catalog,
+            policy=request.policy,
+            home=request.target,
+            surface=request.surface,
+            routed=request.routed,
+            known_safe=settings.known_safe,
+        )
+    return child

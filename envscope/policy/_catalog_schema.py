@@ -1,0 +1,196 @@
+"""The catalog file's schema (pydantic, built on first use) and the ``Catalog`` it builds.
+
+A catalog document has two ways to declare names, which may be mixed:
+
+- ``categories``: the documented form the default catalog uses. Each category
+  has an ``id``, a ``title``, a ``tier`` (every entry's), an ``about`` line
+  and ``entries``; each entry has a ``name`` (or a ``*`` glob with
+  ``examples``), an ``about`` line and a ``source`` (a public document or the
+  project that reads the name).
+- the plain sections a host's own file may use: ``tier1``/``tier2`` lists,
+  the ``providers`` registry, the ``optional_env`` table, the
+  ``gateway_overrides`` table and ``patterns``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
+
+from envscope._inputs import portable_name
+from envscope.policy._declarations import (
+    Declaration,
+    Origin,
+    OriginKind,
+    Tier,
+    has_secret_suffix,
+    norm,
+)
+from envscope.policy.catalog import (
+    Catalog,
+    CatalogCategory,
+    CatalogEntry,
+    CatalogPattern,
+    _stricter,
+    strict_first,
+)
+
+if TYPE_CHECKING:
+    import pydantic
+
+__all__ = ["build_catalog", "catalog_model"]
+
+_GLOB = re.compile(r"[A-Za-z0-9_*]+")
+# Bash's exported functions are named BASH_FUNC_f%% or BASH_FUNC_f() (__BASH_FUNC<f>()
+# on macOS): an injection vector may hold those characters.
+_VECTOR = re.compile(r"[A-Za-z_][A-Za-z0-9_%()<>]*\*?")
+
+
+def _names(value: list[str]) -> list[str]:
+    for i, name in enumerate(value):
+        if not portable_name(name):
+            raise ValueError(f"item {i} is not a valid environment variable name")
+    return value
+
+
+@functools.cache
+def catalog_model() -> type[pydantic.BaseModel]:
+    """The pydantic model of a catalog document (built on first use)."""
+    from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+    env_name = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    text = Field(min_length=1)
+
+    class _Strict(BaseModel):
+        model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    class Provider(_Strict):
+        name: str
+        api_key_env: list[str] = Field(default_factory=list)
+        base_url_env: str | None = None
+        auth: str = "api-key"
+
+    class OptionalEnv(_Strict):
+        name: str = env_name
+        category: str | None = None
+        password: bool = False
+        description: str | None = None
+
+    class Pattern(_Strict):
+        pattern: str = Field(pattern=r"^[A-Za-z0-9_*]+$")
+        tier: Literal[1, 2]
+        reason: str = ""
+
+    class Entry(_Strict):
+        name: str = Field(pattern=r"^[A-Za-z0-9_*]+$")
+        about: str = text
+        source: str = text
+        examples: list[str] = Field(default_factory=list)
+
+        @field_validator("examples")
+        @classmethod
+        def _examples_are_names(cls, value: list[str]) -> list[str]:
+            return _names(value)
+
+        @model_validator(mode="after")
+        def _a_glob_has_examples(self) -> Entry:
+            if "*" in self.name and not self.examples:
+                raise ValueError("a glob entry needs examples (names it matches)")
+            if "*" not in self.name and not portable_name(self.name):
+                raise ValueError("not a valid environment variable name")
+            return self
+
+    class Category(_Strict):
+        id: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
+        title: str = text
+        tier: Literal[1, 2]
+        about: str = text
+        entries: list[Entry] = Field(min_length=1)
+
+    class CatalogDoc(_Strict):
+        version: Literal[1] = 1
+        categories: list[Category] = Field(default_factory=list)
+        tier1: list[str] = Field(default_factory=list)
+        tier2: list[str] = Field(default_factory=list)
+        providers: list[Provider] = Field(default_factory=list)
+        optional_env: list[OptionalEnv] = Field(default_factory=list)
+        gateway_overrides: list[str] = Field(default_factory=list)
+        patterns: list[Pattern] = Field(default_factory=list)
+        platform_prefixes: list[str] = Field(default_factory=list)
+        global_names: list[str] = Field(default_factory=list)
+        network_trust: list[str] = Field(default_factory=list)
+        injection_vectors: list[str] = Field(default_factory=list)
+
+        @field_validator("injection_vectors")
+        @classmethod
+        def _vectors_are_names_or_prefixes(cls, value: list[str]) -> list[str]:
+            for i, name in enumerate(value):
+                if not _VECTOR.fullmatch(name):
+                    raise ValueError(f"item {i} is not a name or a PREFIX_* glob")
+            return value
+
+        @field_validator("tier1", "tier2", "gateway_overrides", "global_names", "network_trust")
+        @classmethod
+        def _names_are_env_names(cls, value: list[str]) -> list[str]:
+            return _names(value)
+
+    return CatalogDoc
+
+
+def build_catalog(doc: Any, source: str) -> Catalog:
+    """The ``Catalog`` a validated document declares (``source`` names it in origins)."""
+    names: dict[str, Declaration] = {}
+    patterns: list[CatalogPattern] = []
+
+    def declare(name: str, tier: Tier, detail: str) -> None:
+        key = norm(name)
+        decl = Declaration(key, tier, Origin(OriginKind.CATALOG, detail, path=source))
+        names[key] = _stricter(names[key], decl) if key in names else decl
+
+    def pattern(glob: str, tier: Tier, detail: str) -> None:
+        origin = Origin(OriginKind.CATALOG_PATTERN, detail, path=source)
+        patterns.append(CatalogPattern(norm(glob), tier, origin))
+
+    categories = []
+    for cat in doc.categories:
+        tier = Tier(cat.tier)
+        entries = []
+        for e in cat.entries:
+            entries.append(CatalogEntry(e.name, e.about, e.source, tuple(e.examples)))
+            if "*" in e.name:
+                pattern(e.name, tier, f"{cat.id}: {e.about}")
+            else:
+                declare(e.name, tier, f"{cat.id}: {e.about}")
+        categories.append(CatalogCategory(cat.id, cat.title, tier, cat.about, tuple(entries)))
+    for provider in doc.providers:
+        for key_name in provider.api_key_env:
+            declare(key_name, Tier.TIER2, f"provider {provider.name} API key")
+        if provider.base_url_env:
+            declare(provider.base_url_env, Tier.TIER2, f"provider {provider.name} base URL")
+    for name in doc.tier2:
+        declare(name, Tier.TIER2, "tier2 list")
+    for entry in doc.optional_env:
+        if entry.password:
+            tier = Tier.TIER1 if entry.category == "messaging" else Tier.TIER2
+            declare(entry.name, tier, f"optional env ({entry.category or 'no category'})")
+    for name in doc.gateway_overrides:
+        if has_secret_suffix(name):
+            declare(name, Tier.TIER1, "gateway env override")
+    for name in doc.tier1:
+        declare(name, Tier.TIER1, "tier1 list")
+    for p in doc.patterns:
+        pattern(p.pattern, Tier(p.tier), p.reason or p.pattern)
+    vectors = doc.injection_vectors
+    return Catalog(
+        names=MappingProxyType(names),
+        patterns=strict_first(tuple(patterns)),
+        platform_prefixes=frozenset(norm(p) for p in doc.platform_prefixes),
+        global_names=frozenset(norm(n) for n in doc.global_names),
+        network_trust=frozenset(norm(n) for n in doc.network_trust),
+        source=source,
+        injection_names=frozenset(norm(n) for n in vectors if not n.endswith("*")),
+        injection_prefixes=tuple(norm(n[:-1]) for n in vectors if n.endswith("*")),
+        categories=tuple(categories),
+    )

@@ -1,0 +1,128 @@
+"""The reason vocabulary: what a stage did to a key (``Action``), at which stage
+(``Stage``) and why (``Reason``), with each reason's human sentence.
+
+It lives with the policy because policy objects (a surface's filter) answer with
+a ``Reason``; the trace (``envscope.audit.trace``) records these and re-exports
+them. Imports nothing of envscope.
+"""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = ["Action", "Reason", "Stage"]
+
+
+class Action(enum.Enum):
+    """What a stage did to a key."""
+
+    KEPT = "kept"
+    STRIPPED = "stripped"
+    OVERRIDDEN = "overridden"
+    ADDED = "added"
+    REFUSED = "refused"
+
+
+class Stage(enum.Enum):
+    """The pipeline stage that made a decision (DESIGN.md §3)."""
+
+    RESIDUE = "residue"
+    OVERLAY = "overlay"
+    MANAGED = "managed"
+    SANITIZE = "sanitize"
+    EXTRA = "extra"
+
+
+class Reason(enum.Enum):
+    """Why a decision was made; ``sentence`` is the human form."""
+
+    INHERITED = "inherited"
+    GLOBAL_NAME = "global-name"
+    MANAGED_KEY = "managed-key"
+    LAUNCH_RESIDUE = "launch-residue"
+    LAUNCH_GATE = "launch-gate"
+    LAUNCH_CREDENTIAL = "launch-credential"
+    SCOPE_VALUE = "scope-value"
+    MANAGED_VALUE = "managed-value"
+    TIER1 = "tier1"
+    TIER2 = "tier2"
+    TIER2_INHERITED = "tier2-inherited"
+    CALLER_EXTRA = "caller-extra"
+    FORCED = "forced"
+    FORCE_REFUSED = "force-refused"
+    FORCE_PREFIX_IN_BASE = "force-prefix-in-base"
+    PASSTHROUGH = "passthrough"
+    PASSTHROUGH_REFUSED = "passthrough-refused"
+    PASSTHROUGH_NOT_IN_SCOPE = "passthrough-not-in-scope"
+    NOT_ALLOWLISTED = "not-allowlisted"
+    SHELL_FUNCTION = "shell-function"
+    CASE_DUPLICATE = "case-duplicate"
+    HOME_VAR = "home-var"
+    UNSCRUBBED = "unscrubbed"
+    NOT_INHERITED = "not-inherited"
+    EXCLUDED = "excluded"
+    INCLUDED = "included"
+    SURFACE_SET = "surface-set"
+    ALIAS_OF = "alias-of"
+    TOO_LARGE = "too-large"
+    INVALID_NAME = "invalid-name"
+    INJECTION_VECTOR = "injection-vector"
+    SERVER_GRANT = "server-grant"
+    MCP_SDK_DEFAULT = "mcp-sdk-default"
+
+    @property
+    def sentence(self) -> str:
+        """A short human sentence for this reason."""
+        return _SENTENCES[self]
+
+
+_SENTENCES: dict[Reason, str] = {
+    Reason.INHERITED: "inherited from the parent; no rule declares it",
+    Reason.GLOBAL_NAME: "a global name; never launch residue",
+    Reason.MANAGED_KEY: "an administrator-managed key; never launch residue",
+    Reason.LAUNCH_RESIDUE: "the launch profile put it into the process env",
+    Reason.LAUNCH_GATE: "an authorization gate of the launch profile",
+    Reason.LAUNCH_CREDENTIAL: "a launch credential; a routed child gets its own profile's",
+    Reason.SCOPE_VALUE: "the routed profile's own value",
+    Reason.MANAGED_VALUE: "the administrator's value beats the profile's",
+    Reason.TIER1: "a Tier 1 secret: no child ever receives it",
+    Reason.TIER2: "a Tier 2 credential: this child does not inherit credentials",
+    Reason.TIER2_INHERITED: "a Tier 2 credential kept for a credentialed child",
+    Reason.CALLER_EXTRA: "set explicitly by the caller",
+    Reason.FORCED: "handed over by the caller through the force prefix",
+    Reason.FORCE_REFUSED: "the force prefix never unwraps to a Tier 1 name",
+    Reason.FORCE_PREFIX_IN_BASE: "a force-prefixed key in the base is dropped, never unwrapped",
+    Reason.PASSTHROUGH: "forwarded by a passthrough request",
+    Reason.PASSTHROUGH_REFUSED: "passthrough refused: a tier declares this name",
+    Reason.PASSTHROUGH_NOT_IN_SCOPE: "passthrough name absent from the routed scope",
+    Reason.NOT_ALLOWLISTED: "not on this surface's allowlist",
+    Reason.SHELL_FUNCTION: "an exported shell function never reaches this surface",
+    Reason.CASE_DUPLICATE: "another key differing only in case was kept",
+    Reason.HOME_VAR: "the child's own home",
+    Reason.UNSCRUBBED: "scrubbing turned off by the caller",
+    Reason.NOT_INHERITED: "this surface's policy does not inherit it",
+    Reason.EXCLUDED: "excluded by this surface's policy",
+    Reason.INCLUDED: "included by this surface's policy",
+    Reason.SURFACE_SET: "set by this surface's policy",
+    Reason.ALIAS_OF: "holds the same value as a stripped secret (named in the note)",
+    Reason.TOO_LARGE: "larger than a child env can carry",
+    Reason.INVALID_NAME: "not a valid environment entry (a name with '=' or NUL, or a NUL value)",
+    Reason.INJECTION_VECTOR: "changes how a child's loader, shell or interpreter starts; "
+    "only the launch env or the host may set it",
+    Reason.SERVER_GRANT: "granted by the server's env block",
+    Reason.MCP_SDK_DEFAULT: "added by the MCP SDK from os.environ (sdk_defaults='allow')",
+}
+
+# How Trace.summary() groups the reasons a key was removed.
+_SECRET_REASONS = frozenset(
+    {
+        Reason.TIER1,
+        Reason.TIER2,
+        Reason.LAUNCH_CREDENTIAL,
+        Reason.PASSTHROUGH_REFUSED,
+        Reason.FORCE_REFUSED,
+        Reason.ALIAS_OF,
+        Reason.INJECTION_VECTOR,
+    }
+)
+_RESIDUE_REASONS = frozenset({Reason.LAUNCH_RESIDUE, Reason.LAUNCH_GATE})

@@ -1,0 +1,435 @@
+"""``SecretPolicy``: which names a child of one home may not receive, and why.
+
+A policy is built per home from the catalog, the plugin manifests of that home
+(and the bundled root), and the runtime adapter census. It is immutable; the
+lookups it needs on the spawn path are precomputed once per policy.
+
+Precedence for one name: the catalog (explicit names, then patterns) wins;
+then manifest declarations (Tier 1); then a partial scan's deny prefixes
+(Tier 1 for secret-suffixed names under the failing plugin's prefix); last, the
+runtime adapters (Tier 2: an adapter name under a deny prefix is not added, so
+the stricter tier wins). A manifest or adapter never demotes or reclassifies a
+name the catalog declares.
+
+Layout (what a cached home costs). A policy stores only what its home adds
+to the catalog: the names the manifests and adapters declare that the
+catalog does not (``own``), the deny prefixes and the platform prefixes. The
+catalog's part is looked up in the catalog itself, whose answers are
+memoised once per catalog and shared by every home. ``tier1``, ``tier2`` and
+``reasons`` (the whole explicit view) are built on first access.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from envscope.policy._declarations import (
+    EMPTY_DECLARATIONS,
+    EMPTY_MAPPING,
+    SECRET_SUFFIXES,
+    Declaration,
+    HomeDeclarations,
+    Origin,
+    OriginKind,
+    Problem,
+    Tier,
+    has_secret_suffix,
+    norm,
+    plugin_prefix,
+)
+
+if TYPE_CHECKING:
+    from envscope.policy.catalog import Catalog  # loaded with the first catalog, not the host
+
+__all__ = ["Adapter", "AdapterCensus", "SecretPolicy", "build_policy"]
+
+_GATE_TOKENS = frozenset({"ALLOW", "ALLOWED", "ALLOWLIST", "WHITELIST", "ALLOWFROM"})
+# The channel/user/chat settings a platform adapter reads to decide whom it answers and
+# where (DISCORD_IGNORED_CHANNELS, SLACK_HOME_CHANNEL, DISCORD_PEER_BOT_IDS,
+# DISCORD_REQUIRE_MENTION): a platform-prefixed name with one of these tokens is a gate.
+# Singular USER is not one (SLACK_USER_TOKEN is a credential, not a gate).
+_GATE_NOUNS = frozenset(
+    {
+        "CHANNEL", "CHANNELS", "CHAT", "CHATS", "USERS", "USERNAMES", "IDS", "GROUPS",
+        "ROOMS", "GUILDS", "SERVERS", "SPACES", "WORKSPACES", "SENDERS", "MEMBERS",
+        "ADMINS", "OWNERS", "CONTACTS", "NUMBERS", "MENTION", "MENTIONS",
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Adapter:
+    """A runtime adapter registered for one home, with the env it requires (immutable)."""
+
+    name: str
+    requires_env: tuple[str, ...]
+
+    @property
+    def prefix(self) -> str:
+        """The adapter's env prefix (counts as a platform prefix for the gate rule)."""
+        return plugin_prefix(self.name)
+
+
+class _Reasons(Mapping[str, Origin]):
+    """``reasons`` as a read-only view over the explicit declarations (no copy)."""
+
+    __slots__ = ("_decls",)
+
+    def __init__(self, decls: Mapping[str, Declaration]) -> None:
+        self._decls = decls
+
+    def __getitem__(self, key: str) -> Origin:
+        return self._decls[key].origin
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._decls)
+
+    def __len__(self) -> int:
+        return len(self._decls)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+class _Explicit(Mapping[str, Declaration]):
+    """Every explicit declaration of a policy: its own names over the catalog's (no copy)."""
+
+    __slots__ = ("_catalog", "_own")
+
+    def __init__(self, catalog: Mapping[str, Declaration], own: Mapping[str, Declaration]) -> None:
+        self._catalog = catalog
+        self._own = own
+
+    def __getitem__(self, key: str) -> Declaration:
+        found = self._own.get(key)
+        return self._catalog[key] if found is None else found
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._own or key in self._catalog
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._catalog
+        for key in self._own:
+            if key not in self._catalog:
+                yield key
+
+    def __len__(self) -> int:
+        return len(self._catalog) + sum(1 for k in self._own if k not in self._catalog)
+
+
+class SecretPolicy:
+    """The declared secrets of one home (immutable).
+
+    ``tier1``/``tier2`` hold the explicitly declared (upper-cased) names;
+    names matched by a catalog pattern or a partial scan's deny prefix are
+    answered by ``tier_of``. ``reasons`` maps each explicit name to where its
+    rule came from. ``complete`` is False when a manifest scan was partial
+    (``problems`` says where); the policy then errs on the side of stripping.
+
+    Built directly (``SecretPolicy(tier1, tier2, reasons, ...)``) the explicit
+    names win over the catalog's; ``build_policy`` never gives them a name the
+    catalog declares, so the order does not matter there.
+    """
+
+    __slots__ = (
+        "_deny",
+        "_explicit",
+        "_gate_prefixes",
+        "_own",
+        "_reasons",
+        "_tier1",
+        "_tier2",
+        "catalog",
+        "complete",
+        "deny_prefixes",
+        "generation",
+        "platform_prefixes",
+        "problems",
+    )
+
+    _own: dict[str, Declaration]
+    _explicit: _Explicit | None
+    _tier1: frozenset[str] | None
+    _tier2: frozenset[str] | None
+    _reasons: Mapping[str, Origin] | None
+    _gate_prefixes: tuple[str, ...]
+    _deny: tuple[tuple[str, Origin], ...]
+    complete: bool
+    problems: tuple[Problem, ...]
+    catalog: Catalog
+    deny_prefixes: Mapping[str, Origin]
+    platform_prefixes: frozenset[str]
+    generation: int
+
+    def __init__(
+        self,
+        tier1: Iterable[str],
+        tier2: Iterable[str],
+        reasons: Mapping[str, Origin],
+        complete: bool = True,
+        problems: tuple[Problem, ...] = (),
+        catalog: Catalog | None = None,
+        deny_prefixes: Mapping[str, Origin] = EMPTY_MAPPING,
+        platform_prefixes: frozenset[str] = frozenset(),
+        generation: int = 0,
+    ) -> None:
+        tier1, tier2 = frozenset(tier1), frozenset(tier2)
+        own: dict[str, Declaration] = {}
+        for tier, names in ((Tier.TIER2, tier2), (Tier.TIER1, tier1)):
+            for name in names:
+                own[name] = Declaration(name, tier, reasons[name])
+        if catalog is None:
+            from envscope.policy.catalog import Catalog
+
+            catalog = Catalog()
+        self._setup(
+            own,
+            catalog=catalog,
+            complete=complete,
+            problems=problems,
+            deny_prefixes=deny_prefixes,
+            platform_prefixes=platform_prefixes,
+            generation=generation,
+        )
+        # Built directly, the explicit view is exactly what the caller passed.
+        object.__setattr__(self, "_tier1", tier1)
+        object.__setattr__(self, "_tier2", tier2)
+        object.__setattr__(self, "_reasons", reasons)
+
+    @classmethod
+    def _of(
+        cls,
+        own: dict[str, Declaration],
+        *,
+        catalog: Catalog,
+        complete: bool,
+        problems: tuple[Problem, ...],
+        deny_prefixes: Mapping[str, Origin],
+        platform_prefixes: frozenset[str],
+        generation: int,
+    ) -> SecretPolicy:
+        """A policy from the names its home adds to ``catalog`` (none of them the catalog's)."""
+        policy = cls.__new__(cls)
+        policy._setup(
+            own,
+            catalog=catalog,
+            complete=complete,
+            problems=problems,
+            deny_prefixes=deny_prefixes,
+            platform_prefixes=platform_prefixes,
+            generation=generation,
+        )
+        return policy
+
+    def _setup(
+        self,
+        own: dict[str, Declaration],
+        *,
+        catalog: Catalog,
+        complete: bool,
+        problems: tuple[Problem, ...],
+        deny_prefixes: Mapping[str, Origin],
+        platform_prefixes: frozenset[str],
+        generation: int,
+    ) -> None:
+        store = object.__setattr__
+        store(self, "_own", own)
+        store(self, "catalog", catalog)
+        store(self, "complete", complete)
+        store(self, "problems", problems)
+        store(self, "deny_prefixes", deny_prefixes)
+        store(self, "platform_prefixes", platform_prefixes)
+        store(self, "generation", generation)
+        store(self, "_gate_prefixes", tuple(sorted(platform_prefixes)))
+        store(self, "_deny", tuple(deny_prefixes.items()))
+        store(self, "_explicit", None)
+        store(self, "_tier1", None)
+        store(self, "_tier2", None)
+        store(self, "_reasons", None)
+
+    # -- immutability and value semantics (as the frozen dataclass it was) --
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: SecretPolicy is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}: SecretPolicy is immutable")
+
+    def _key(self) -> tuple[object, ...]:
+        return (
+            self.tier1,
+            self.tier2,
+            dict(self.reasons),
+            self.complete,
+            self.problems,
+            self.catalog,
+            dict(self.deny_prefixes),
+            self.platform_prefixes,
+            self.generation,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, SecretPolicy)
+        return other is self or self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]  # reasons is a mapping: never hashable
+
+    def __repr__(self) -> str:
+        return (
+            f"SecretPolicy(tier1={len(self.tier1)} names, tier2={len(self.tier2)} names, "
+            f"complete={self.complete}, problems={len(self.problems)}, "
+            f"catalog={self.catalog.source!r}, deny_prefixes={sorted(self.deny_prefixes)}, "
+            f"generation={self.generation})"
+        )
+
+    # -- the explicit view, built on first use (explain, the CLI; never a build) --
+
+    def _explicit_view(self) -> _Explicit:
+        view = self._explicit
+        if view is None:
+            view = _Explicit(self.catalog.names, self._own)
+            object.__setattr__(self, "_explicit", view)
+        return view
+
+    def _tier(self, tier: Tier) -> frozenset[str]:
+        explicit = self._explicit_view()
+        return frozenset(k for k in explicit if explicit[k].tier is tier)
+
+    @property
+    def tier1(self) -> frozenset[str]:
+        """The explicitly declared Tier 1 names (upper-cased)."""
+        found = self._tier1
+        if found is None:
+            found = self._tier(Tier.TIER1)
+            object.__setattr__(self, "_tier1", found)
+        return found
+
+    @property
+    def tier2(self) -> frozenset[str]:
+        """The explicitly declared Tier 2 names (upper-cased)."""
+        found = self._tier2
+        if found is None:
+            found = self._tier(Tier.TIER2)
+            object.__setattr__(self, "_tier2", found)
+        return found
+
+    @property
+    def reasons(self) -> Mapping[str, Origin]:
+        """Each explicit name → where its rule came from (a read-only view)."""
+        found = self._reasons
+        if found is None:
+            found = _Reasons(self._explicit_view())
+            object.__setattr__(self, "_reasons", found)
+        return found
+
+    # -- the spawn path --------------------------------------------------------
+
+    def declaration(self, name: str) -> Declaration | None:
+        """How this policy declares a name (any case), or None when it does not."""
+        key = name.upper()
+        found = self._own.get(key)
+        if found is not None:
+            return found
+        found = self.catalog.lookup(key)
+        if found is not None:
+            return found
+        if self._deny and key.endswith(SECRET_SUFFIXES):
+            for prefix, origin in self._deny:
+                if key.startswith(prefix):
+                    return Declaration(key, Tier.TIER1, origin)
+        return None
+
+    def tier_of(self, name: str) -> Tier | None:
+        """The tier of a name (any case), or None when no rule declares it."""
+        found = self.declaration(name)
+        return None if found is None else found.tier
+
+    def is_gate(self, name: str) -> bool:
+        """True for a platform-prefixed authorization gate, recognised by its shape.
+
+        A gate starts with a platform prefix (the catalog's, a platform plugin's
+        or an adapter's) and has an allow token (``DISCORD_ALLOWED_CHANNELS``,
+        ``GATEWAY_ALLOW_ALL_USERS``) or a channel/user/chat token
+        (``DISCORD_IGNORED_CHANNELS``, ``SLACK_HOME_CHANNEL``) after the prefix.
+        """
+        key = name.upper()
+        for prefix in self._gate_prefixes:
+            if key.startswith(prefix):
+                tokens = key[len(prefix) :].split("_")
+                return any(t in _GATE_TOKENS or t in _GATE_NOUNS for t in tokens)
+        return False
+
+
+class AdapterCensus:
+    """The runtime adapters registered per home (by identity); thread-safe.
+
+    Each home's version grows on every change, so a cached policy built from
+    an older census is rebuilt.
+    """
+
+    __slots__ = ("_adapters", "_lock", "_versions")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._adapters: dict[str, dict[str, Adapter]] = {}
+        self._versions: dict[str, int] = {}
+
+    def register(self, home: str, name: str, requires_env: Iterable[str]) -> None:
+        """Declare (or redeclare) an adapter for a home."""
+        adapter = Adapter(name, tuple(requires_env))
+        with self._lock:
+            self._adapters.setdefault(home, {})[name] = adapter
+            self._versions[home] = self._versions.get(home, 0) + 1
+
+    def unregister(self, home: str, name: str) -> None:
+        """Remove an adapter from a home (no error when absent)."""
+        with self._lock:
+            if self._adapters.get(home, {}).pop(name, None) is not None:
+                self._versions[home] = self._versions.get(home, 0) + 1
+
+    def of(self, home: str) -> tuple[int, tuple[Adapter, ...]]:
+        """A home's census version and its adapters, read together."""
+        with self._lock:
+            return self._versions.get(home, 0), tuple(self._adapters.get(home, {}).values())
+
+
+def build_policy(
+    catalog: Catalog,
+    manifests: HomeDeclarations = EMPTY_DECLARATIONS,
+    adapters: Iterable[Adapter] = (),
+) -> SecretPolicy:
+    """Combine the catalog, one home's manifest declarations and its adapters."""
+    own: dict[str, Declaration] = {}
+
+    def add(decl: Declaration) -> None:
+        name = decl.name
+        if name in own or catalog.lookup(name) is not None:
+            return  # the catalog's word is final (explicit name or pattern); first rule wins
+        own[name] = decl
+
+    for decl in manifests.secrets.values():
+        add(decl)
+    prefixes = set(catalog.platform_prefixes) | set(manifests.plugin_prefixes)
+    # A partial scan's deny prefix (Tier 1) beats an adapter's Tier 2: the failing
+    # manifest may declare the same name, and failing closed means the stricter tier.
+    deny = tuple(manifests.deny_prefixes)
+    for adapter in adapters:
+        prefixes.add(adapter.prefix)
+        for name in adapter.requires_env:
+            if has_secret_suffix(name) and not norm(name).startswith(deny):
+                origin = Origin(OriginKind.ADAPTER, adapter.name)
+                add(Declaration(norm(name), Tier.TIER2, origin))
+    return SecretPolicy._of(
+        own,
+        catalog=catalog,
+        complete=manifests.complete,
+        problems=manifests.problems,
+        deny_prefixes=manifests.deny_prefixes,
+        platform_prefixes=frozenset(prefixes),
+        generation=manifests.generation,
+    )

@@ -1,0 +1,79 @@
+"""Secret sources: where a host fetches values that are in no file (a vault, 1Password).
+
+A source may also have a ``credential_names`` attribute: the names it reads to
+authenticate (``("VAULT_TOKEN",)``). The attribute is optional, so the
+protocol stays what it was; ``Host.add_secret_source`` makes those names Tier 1
+for every child of the host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Protocol, runtime_checkable
+
+from envscope._inputs import portable_name
+from envscope.errors import ConfigurationError
+
+__all__ = ["SecretSource", "StaticSource", "credential_names_of"]
+
+
+@runtime_checkable
+class SecretSource(Protocol):
+    """A named provider of secret values for a home (``credential_names`` is optional)."""
+
+    @property
+    def name(self) -> str:
+        """A short name that says where values came from (it appears in traces)."""
+        ...
+
+    def fetch(self, home: str) -> Mapping[str, str]:
+        """The values this source supplies for ``home`` (a resolved home path)."""
+        ...
+
+
+def credential_names_of(source: object) -> tuple[str, ...]:
+    """The names a source says it reads to authenticate (none when it has no such attribute).
+
+    A bare string, a non-string item or an invalid name is a ``ConfigurationError``
+    naming the source: ``"VAULT_TOKEN"`` would otherwise declare its letters.
+    """
+    names = getattr(source, "credential_names", None)
+    if names is None:
+        return ()
+    label = getattr(source, "name", type(source).__name__)
+    if isinstance(names, (str, bytes)) or not isinstance(names, Iterable):
+        raise ConfigurationError(
+            f"secret source {label!r}: credential_names must be a list of names, not a string"
+        )
+    found = tuple(names)
+    for i, name in enumerate(found):
+        if not isinstance(name, str) or not portable_name(name):
+            raise ConfigurationError(
+                f"secret source {label!r}: credential_names item {i} is not a variable name"
+            )
+    return found
+
+
+class StaticSource:
+    """A secret source over fixed per-home values (tests, and hosts with values in code)."""
+
+    def __init__(
+        self,
+        name: str,
+        values: Mapping[str, Mapping[str, str]],
+        credential_names: Iterable[str] = (),
+    ) -> None:
+        self._name = name
+        self._values = {k: dict(v) for k, v in values.items()}
+        self.credential_names = tuple(credential_names)
+
+    @property
+    def name(self) -> str:
+        """The source's name."""
+        return self._name
+
+    def fetch(self, home: str) -> Mapping[str, str]:
+        """The values for ``home`` (``"*"`` applies to every home), as a new dict."""
+        merged = dict(self._values.get("*", {}))
+        merged.update(self._values.get(home, {}))
+        return merged

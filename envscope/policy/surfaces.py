@@ -1,0 +1,273 @@
+"""Surfaces: the kinds of child, and what each one inherits.
+
+``terminal`` and ``script`` are denylist surfaces (Tier 1 and Tier 2 stripped);
+``worker`` is ``terminal`` plus the target home in ``home_env_var``;
+``credentialed`` keeps Tier 2; ``mcp`` is an allowlist surface, merged the way
+the MCP SDKs merge: a safe base, the server's ``env:`` block, passthrough names
+and the names secret sources supplied.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from envscope.policy._declarations import EMPTY_MAPPING, Origin, record_repr
+from envscope.policy._reasons import Reason
+
+if TYPE_CHECKING:
+    import re
+    from collections.abc import Iterable, Mapping
+
+_set = object.__setattr__
+
+__all__ = [
+    "CORE_NAMES_POSIX",
+    "CORE_NAMES_WINDOWS",
+    "DEFAULT_EXCLUDES",
+    "MCP_SAFE_NAMES_POSIX",
+    "MCP_SAFE_NAMES_WINDOWS",
+    "MCP_SAFE_PREFIXES_POSIX",
+    "WINDOWS_DEFAULT_PATHEXT",
+    "Allowlist",
+    "BaseFilter",
+    "Inherit",
+    "Surface",
+    "SurfacePolicy",
+    "glob_regex",
+    "mcp_allowlist",
+]
+
+
+class Surface(enum.Enum):
+    """The kind of child a build is for."""
+
+    TERMINAL = "terminal"
+    SCRIPT = "script"
+    WORKER = "worker"
+    CREDENTIALED = "credentialed"
+    MCP = "mcp"
+
+    @property
+    def inherits_credentials(self) -> bool:
+        """True when the surface keeps Tier 2 credentials by default."""
+        return self is Surface.CREDENTIALED
+
+    @property
+    def is_allowlist(self) -> bool:
+        """True when only allowlisted names of the base reach the child."""
+        return self is Surface.MCP
+
+    @property
+    def needs_routed_home(self) -> bool:
+        """True when, under multiplex, a build without a routed home must refuse."""
+        return self in (Surface.CREDENTIALED, Surface.WORKER)
+
+
+# The safe base an MCP child inherits (SCENARIOS 42). Widening these lists is
+# a visible decision: tests pin them as literals.
+MCP_SAFE_NAMES_POSIX: frozenset[str] = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "SHELL", "TMPDIR"}
+)
+MCP_SAFE_PREFIXES_POSIX: tuple[str, ...] = ("XDG_",)
+MCP_SAFE_NAMES_WINDOWS: frozenset[str] = frozenset(
+    {
+        "APPDATA",
+        "HOMEDRIVE",
+        "HOMEPATH",
+        "LOCALAPPDATA",
+        "PATH",
+        "PATHEXT",
+        "PROCESSOR_ARCHITECTURE",
+        "PROGRAMDATA",
+        "PROGRAMFILES",
+        "PROGRAMFILES(X86)",
+        "PROGRAMW6432",  # the 64-bit Program Files a 32-bit process is told (MCP SDKs, hermes)
+        "SYSTEMDRIVE",
+        "SYSTEMROOT",
+        "TEMP",
+        "TMP",
+        "USERNAME",
+        "USERPROFILE",
+        "WINDIR",
+        "COMSPEC",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Allowlist:
+    """Upper-cased names and prefixes a base key must match to reach an allowlist child."""
+
+    names: frozenset[str]
+    prefixes: tuple[str, ...] = ()
+
+    def allows(self, upper_key: str) -> bool:
+        """True when an upper-cased key is on the list."""
+        return upper_key in self.names or upper_key.startswith(self.prefixes)
+
+
+def mcp_allowlist(
+    *,
+    windows: bool,
+    supplied: frozenset[str] = frozenset(),
+    network_trust: frozenset[str] = frozenset(),
+) -> Allowlist:
+    """The MCP safe base for a platform plus the (upper-cased) secret-source-supplied names.
+
+    ``network_trust`` (the catalog's proxy and CA family, unless the host
+    turned it off) is forwarded too: a corporate proxy or CA bundle is what
+    lets an ``npx``-launched server reach the network at all.
+    """
+    if windows:
+        return Allowlist(MCP_SAFE_NAMES_WINDOWS | supplied | network_trust)
+    return Allowlist(MCP_SAFE_NAMES_POSIX | supplied | network_trust, MCP_SAFE_PREFIXES_POSIX)
+
+
+class Inherit(enum.Enum):
+    """How much of the parent env a surface policy inherits."""
+
+    ALL = "all"
+    CORE = "core"
+    NONE = "none"
+
+
+# ``inherit: core`` keeps only these (pinned in a test, like the MCP lists): Codex's
+# core list, the locale (LC_CTYPE: macOS terminals often set only that), TERM and TZ.
+CORE_NAMES_POSIX: frozenset[str] = frozenset(
+    {"HOME", "LOGNAME", "PATH", "SHELL", "USER", "USERNAME", "TMPDIR", "TEMP", "TMP"}
+    | {"LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ"}
+)
+CORE_NAMES_WINDOWS: frozenset[str] = MCP_SAFE_NAMES_WINDOWS
+# What a Windows child of ``inherit: none|core`` gets when it would have no PATHEXT
+# (Codex does the same): without it cmd.exe and CreateProcess find no ``npm.cmd``.
+# The default of a Windows 10/11 install.
+WINDOWS_DEFAULT_PATHEXT = ".COM;.EXE;.BAT;.CMD;.VBS;.VBE;.JS;.JSE;.WSF;.WSH;.MSC"
+# ``default_excludes: true``: Codex's default excludes (case-insensitive).
+DEFAULT_EXCLUDES: tuple[str, ...] = ("*KEY*", "*SECRET*", "*TOKEN*")
+
+
+def glob_regex(patterns: Iterable[str]) -> re.Pattern[str] | None:
+    """One regex matching any of some globs over upper-cased names (None for no globs).
+
+    Codex's wildmatch semantics: ``*`` is any run of characters, ``?`` one
+    character, and everything else, ``[`` and ``]`` included, is literal.
+    A glob matches the whole name, in any case.
+    """
+    parts = [p.upper() for p in patterns]
+    if not parts:
+        return None
+    import re
+
+    def one(glob: str) -> str:
+        return "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in glob)
+
+    return re.compile("(?s:" + "|".join(map(one, parts)) + r")\Z")
+
+
+@dataclass(frozen=True, slots=True, init=False, repr=False)
+class SurfacePolicy:
+    """A host's policy for one surface (from ``envscope.yaml``'s ``surfaces``).
+
+    ``inherit`` chooses how much of the parent env is kept (``core`` = a
+    pinned per-platform list); ``include`` globs add names back, ``exclude``
+    globs remove them (exclude wins); ``set_env`` holds explicit values that
+    survive the allowlist; ``default_excludes`` adds Codex's ``*KEY*``,
+    ``*SECRET*`` and ``*TOKEN*`` to ``exclude``. Globs follow ``glob_regex``.
+    Declared Tier 1 names always win over all of it.
+    """
+
+    inherit: Inherit
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+    set_env: Mapping[str, str]
+    origin: Origin | None
+    default_excludes: bool
+
+    def __init__(
+        self,
+        inherit: Inherit = Inherit.ALL,
+        include: tuple[str, ...] = (),
+        exclude: tuple[str, ...] = (),
+        set_env: Mapping[str, str] = EMPTY_MAPPING,
+        origin: Origin | None = None,
+        default_excludes: bool = False,
+    ) -> None:
+        from envscope._inputs import coerce_extra, name_list
+
+        _set(self, "inherit", Inherit(inherit))
+        _set(self, "include", name_list(include, "include"))
+        _set(self, "exclude", name_list(exclude, "exclude"))
+        _set(self, "set_env", MappingProxyType(coerce_extra(set_env)))
+        _set(self, "origin", origin)
+        if not isinstance(default_excludes, bool):
+            from envscope.errors import ConfigurationError
+
+            raise ConfigurationError("default_excludes: must be True or False")
+        _set(self, "default_excludes", default_excludes)
+
+    def __repr__(self) -> str:
+        return record_repr(self, masked=("set_env",))
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class BaseFilter:
+    """Which keys of the base reach a child: an allowlist and/or a surface policy."""
+
+    allowlist: Allowlist | None
+    policy: SurfacePolicy | None
+    windows: bool
+    _include: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _exclude: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+
+    def __init__(
+        self,
+        allowlist: Allowlist | None = None,
+        policy: SurfacePolicy | None = None,
+        windows: bool = False,
+    ) -> None:
+        _set(self, "allowlist", allowlist)
+        _set(self, "policy", policy)
+        _set(self, "windows", windows)
+        _set(self, "_include", None if policy is None else glob_regex(policy.include))
+        excludes: tuple[str, ...] = ()
+        if policy is not None:
+            excludes = policy.exclude + (DEFAULT_EXCLUDES if policy.default_excludes else ())
+        _set(self, "_exclude", glob_regex(excludes))
+
+    @property
+    def origin(self) -> Origin | None:
+        """Where the surface policy came from."""
+        return None if self.policy is None else self.policy.origin
+
+    def included(self, upper_key: str) -> bool:
+        """True when an ``include`` glob names the key."""
+        return self._include is not None and self._include.match(upper_key) is not None
+
+    def defaults(self) -> dict[str, str]:
+        """Values a child gets when it would have none: Windows' PATHEXT under ``none|core``."""
+        policy = self.policy
+        if not self.windows or policy is None or policy.inherit is Inherit.ALL:
+            return {}
+        if self._exclude is not None and self._exclude.match("PATHEXT"):
+            return {}
+        return {"PATHEXT": WINDOWS_DEFAULT_PATHEXT}
+
+    def reject(self, upper_key: str) -> Reason | None:
+        """Why a base key does not reach the child, or None when it does."""
+        if self._exclude is not None and self._exclude.match(upper_key):
+            return Reason.EXCLUDED
+        if self.included(upper_key):
+            return None
+        if self.allowlist is not None and not self.allowlist.allows(upper_key):
+            return Reason.NOT_ALLOWLISTED
+        inherit = Inherit.ALL if self.policy is None else self.policy.inherit
+        if inherit is Inherit.NONE:
+            return Reason.NOT_INHERITED
+        if inherit is Inherit.CORE:
+            core = CORE_NAMES_WINDOWS if self.windows else CORE_NAMES_POSIX
+            if upper_key not in core:
+                return Reason.NOT_INHERITED
+        return None
