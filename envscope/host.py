@@ -32,7 +32,14 @@ from envscope.pipeline import stages
 from envscope.pipeline._binding import Binding, BuildMemo
 from envscope.pipeline._guard_rule import GuardRule
 from envscope.pipeline._residue_rule import ResidueRule
-from envscope.pipeline.build import BuildRequest, BuildSettings, MemoKey, build_child, own_values
+from envscope.pipeline.build import (
+    BuildRequest,
+    BuildSettings,
+    MemoKey,
+    build_child,
+    own_values,
+    remembered,
+)
 from envscope.policy._declarations import HomeDeclarations, Origin, OriginKind, norm
 from envscope.policy._secret_policy import AdapterCensus, SecretPolicy, build_policy
 from envscope.policy.surfaces import Surface, SurfacePolicy
@@ -365,51 +372,47 @@ class Host:
         if binding is None and routed:
             memo = None  # the launch residue is re-read per build: nothing to compare
         launch = self._launch
-        key = (
-            None
-            if memo is None
-            else MemoKey(
-                shape=(
-                    surface,
-                    inherit_credentials,
-                    strip_launch_profile,
-                    tuple(passthrough),
-                    tuple(extras.items()),  # each MCP server's env block is its own shape
-                    granted,
-                    trace is not None,  # a traced build keeps its decisions too
-                ),
-                same=(policy, launch.managed_values, launch.keep(), launch.launch_values),
-                equal=(snapshot, supplied, None if base is None else process),
+        key: MemoKey | None = None
+        if memo is not None:
+            shape = (
+                surface,
+                inherit_credentials,
+                strip_launch_profile,
+                tuple(passthrough),
+                tuple(extras.items()),  # each MCP server's env block is its own shape
+                granted,
+                trace is not None,  # a traced build keeps its decisions too
             )
+            same = (policy, launch.managed_values, launch.keep(), launch.launch_values)
+            key = (shape, same, (snapshot, supplied, None if base is None else process))
+            child = remembered(memo, key, trace)
+            if child is not None:
+                return child
+        launch_policy = rule = None
+        if routed:
+            launch_policy = self._launch_policy(binding)
+            if strip_launch_profile:
+                rule = self._residue_rule(binding, policy, launch_policy)
+        request = BuildRequest(
+            settings=self._settings(),
+            snapshot=snapshot,
+            process=process,
+            extras=extras,
+            binding=binding,
+            target=target,
+            routed=routed,
+            policy=policy,
+            launch_policy=launch_policy,
+            residue_rule=rule,
+            managed=launch.managed() if routed else (launch.managed_values or {}),
+            launch_values=launch.launch_values,
+            supplied=supplied,
+            surface=surface,
+            inherit_credentials=inherit_credentials,
+            passthrough=passthrough,
+            granted=granted,
+            ungrantable=self._source_credentials,
         )
-
-        def request() -> BuildRequest:
-            launch_policy = rule = None
-            if routed:
-                launch_policy = self._launch_policy(binding)
-                if strip_launch_profile:
-                    rule = self._residue_rule(binding, policy, launch_policy)
-            return BuildRequest(
-                settings=self._settings(),
-                snapshot=snapshot,
-                process=process,
-                extras=extras,
-                binding=binding,
-                target=target,
-                routed=routed,
-                policy=policy,
-                launch_policy=launch_policy,
-                residue_rule=rule,
-                managed=launch.managed() if routed else (launch.managed_values or {}),
-                launch_values=launch.launch_values,
-                supplied=supplied,
-                surface=surface,
-                inherit_credentials=inherit_credentials,
-                passthrough=passthrough,
-                granted=granted,
-                ungrantable=self._source_credentials,
-            )
-
         return build_child(memo, key, trace, request)
 
     def _settings(self) -> BuildSettings:
