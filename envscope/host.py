@@ -42,7 +42,7 @@ from envscope.pipeline.build import (
 )
 from envscope.policy._declarations import HomeDeclarations, Origin, OriginKind, norm
 from envscope.policy._secret_policy import AdapterCensus, SecretPolicy, build_policy
-from envscope.policy.surfaces import Surface, SurfacePolicy
+from envscope.policy.surfaces import Surface, SurfacePolicy, surface_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, MutableMapping, Sequence
@@ -54,20 +54,6 @@ if TYPE_CHECKING:
     from envscope.policy.sources import SecretSource
 
 __all__ = ["Binding", "Host", "home_identity"]
-
-
-def _surface(surface: Surface | str) -> Surface:
-    """A surface by enum or by name (any case); anything else is a ``ConfigurationError``."""
-    found = None
-    if isinstance(surface, Surface):
-        return surface
-    if isinstance(surface, str):
-        found = Surface.__members__.get(surface.upper())
-    if found is None:
-        names = ", ".join(s.value for s in Surface)
-        shown = repr(surface) if isinstance(surface, str) else f"a {type(surface).__name__}"
-        raise ConfigurationError(f"surface: {shown} is not one of {names}")
-    return found
 
 
 class Host:
@@ -335,7 +321,7 @@ class Host:
         except a value that is a secret the host holds (unless the key is in
         ``grant``), an injection vector, or an exported shell function.
         """
-        surface = _surface(surface)
+        surface = surface_of(surface)
         passthrough = name_list(passthrough, "passthrough", allow_empty=True)
         granted = frozenset(map(norm, name_list(grant, "grant")))
         if granted and surface is not Surface.MCP:
@@ -363,11 +349,7 @@ class Host:
         target = self.launch_home if binding is None else binding.home
         routed = self.multiplex if binding is None else binding.routed
         policy = self._policy_of(target)  # the manifest stamp: checked on every build
-        supplied = None
-        if surface.is_allowlist:
-            supplied = self.source_supplied_names()
-            if binding is not None:
-                supplied = supplied | binding.source_names
+        supplied = self._supplied(binding) if surface.is_allowlist else None
         memo: BuildMemo | None = self._memo if binding is None else binding.memo
         if binding is None and routed:
             memo = None  # the launch residue is re-read per build: nothing to compare
@@ -414,6 +396,11 @@ class Host:
             ungrantable=self._source_credentials,
         )
         return build_child(memo, key, trace, request)
+
+    def _supplied(self, binding: Binding | None) -> frozenset[str]:
+        """Names a secret source supplied, at launch and (routed) for the bound home."""
+        supplied = self.source_supplied_names()
+        return supplied if binding is None else supplied | binding.source_names
 
     def _settings(self) -> BuildSettings:
         """The host's configuration as a build reads it (the catalog may change: not cached)."""
