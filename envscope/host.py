@@ -32,10 +32,17 @@ from envscope.pipeline import stages
 from envscope.pipeline._binding import Binding, BuildMemo
 from envscope.pipeline._guard_rule import GuardRule
 from envscope.pipeline._residue_rule import ResidueRule
-from envscope.pipeline.build import BuildRequest, BuildSettings, MemoKey, build_child, own_values
+from envscope.pipeline.build import (
+    BuildRequest,
+    BuildSettings,
+    MemoKey,
+    build_child,
+    own_values,
+    remembered,
+)
 from envscope.policy._declarations import HomeDeclarations, Origin, OriginKind, norm
 from envscope.policy._secret_policy import AdapterCensus, SecretPolicy, build_policy
-from envscope.policy.surfaces import Surface, SurfacePolicy
+from envscope.policy.surfaces import Surface, SurfacePolicy, surface_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, MutableMapping, Sequence
@@ -47,20 +54,6 @@ if TYPE_CHECKING:
     from envscope.policy.sources import SecretSource
 
 __all__ = ["Binding", "Host", "home_identity"]
-
-
-def _surface(surface: Surface | str) -> Surface:
-    """A surface by enum or by name (any case); anything else is a ``ConfigurationError``."""
-    found = None
-    if isinstance(surface, Surface):
-        return surface
-    if isinstance(surface, str):
-        found = Surface.__members__.get(surface.upper())
-    if found is None:
-        names = ", ".join(s.value for s in Surface)
-        shown = repr(surface) if isinstance(surface, str) else f"a {type(surface).__name__}"
-        raise ConfigurationError(f"surface: {shown} is not one of {names}")
-    return found
 
 
 class Host:
@@ -328,7 +321,7 @@ class Host:
         except a value that is a secret the host holds (unless the key is in
         ``grant``), an injection vector, or an exported shell function.
         """
-        surface = _surface(surface)
+        surface = surface_of(surface)
         passthrough = name_list(passthrough, "passthrough", allow_empty=True)
         granted = frozenset(map(norm, name_list(grant, "grant")))
         if granted and surface is not Surface.MCP:
@@ -356,61 +349,58 @@ class Host:
         target = self.launch_home if binding is None else binding.home
         routed = self.multiplex if binding is None else binding.routed
         policy = self._policy_of(target)  # the manifest stamp: checked on every build
-        supplied = None
-        if surface.is_allowlist:
-            supplied = self.source_supplied_names()
-            if binding is not None:
-                supplied = supplied | binding.source_names
+        supplied = self._supplied(binding) if surface.is_allowlist else None
         memo: BuildMemo | None = self._memo if binding is None else binding.memo
         if binding is None and routed:
             memo = None  # the launch residue is re-read per build: nothing to compare
         launch = self._launch
-        key = (
-            None
-            if memo is None
-            else MemoKey(
-                shape=(
-                    surface,
-                    inherit_credentials,
-                    strip_launch_profile,
-                    tuple(passthrough),
-                    tuple(extras.items()),  # each MCP server's env block is its own shape
-                    granted,
-                    trace is not None,  # a traced build keeps its decisions too
-                ),
-                same=(policy, launch.managed_values, launch.keep(), launch.launch_values),
-                equal=(snapshot, supplied, None if base is None else process),
+        key: MemoKey | None = None
+        if memo is not None:
+            shape = (
+                surface,
+                inherit_credentials,
+                strip_launch_profile,
+                tuple(passthrough),
+                tuple(extras.items()),  # each MCP server's env block is its own shape
+                granted,
+                trace is not None,  # a traced build keeps its decisions too
             )
+            same = (policy, launch.managed_values, launch.keep(), launch.launch_values)
+            key = (shape, same, (snapshot, supplied, None if base is None else process))
+            child = remembered(memo, key, trace)
+            if child is not None:
+                return child
+        launch_policy = rule = None
+        if routed:
+            launch_policy = self._launch_policy(binding)
+            if strip_launch_profile:
+                rule = self._residue_rule(binding, policy, launch_policy)
+        request = BuildRequest(
+            settings=self._settings(),
+            snapshot=snapshot,
+            process=process,
+            extras=extras,
+            binding=binding,
+            target=target,
+            routed=routed,
+            policy=policy,
+            launch_policy=launch_policy,
+            residue_rule=rule,
+            managed=launch.managed() if routed else (launch.managed_values or {}),
+            launch_values=launch.launch_values,
+            supplied=supplied,
+            surface=surface,
+            inherit_credentials=inherit_credentials,
+            passthrough=passthrough,
+            granted=granted,
+            ungrantable=self._source_credentials,
         )
-
-        def request() -> BuildRequest:
-            launch_policy = rule = None
-            if routed:
-                launch_policy = self._launch_policy(binding)
-                if strip_launch_profile:
-                    rule = self._residue_rule(binding, policy, launch_policy)
-            return BuildRequest(
-                settings=self._settings(),
-                snapshot=snapshot,
-                process=process,
-                extras=extras,
-                binding=binding,
-                target=target,
-                routed=routed,
-                policy=policy,
-                launch_policy=launch_policy,
-                residue_rule=rule,
-                managed=launch.managed() if routed else (launch.managed_values or {}),
-                launch_values=launch.launch_values,
-                supplied=supplied,
-                surface=surface,
-                inherit_credentials=inherit_credentials,
-                passthrough=passthrough,
-                granted=granted,
-                ungrantable=self._source_credentials,
-            )
-
         return build_child(memo, key, trace, request)
+
+    def _supplied(self, binding: Binding | None) -> frozenset[str]:
+        """Names a secret source supplied, at launch and (routed) for the bound home."""
+        supplied = self.source_supplied_names()
+        return supplied if binding is None else supplied | binding.source_names
 
     def _settings(self) -> BuildSettings:
         """The host's configuration as a build reads it (the catalog may change: not cached)."""

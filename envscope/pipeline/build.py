@@ -10,7 +10,7 @@ it reads no file and no ``os.environ``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envscope.audit.trace import Trace, keep_value
@@ -27,7 +27,15 @@ if TYPE_CHECKING:
     from envscope.policy._secret_policy import SecretPolicy
     from envscope.policy.catalog import Catalog
 
-__all__ = ["BuildRequest", "BuildSettings", "MemoKey", "build_child", "own_values", "run_build"]
+__all__ = [
+    "BuildRequest",
+    "BuildSettings",
+    "MemoKey",
+    "build_child",
+    "own_values",
+    "remembered",
+    "run_build",
+]
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -82,47 +90,46 @@ class BuildRequest:
         return f"BuildRequest(target={self.target!r}, surface={self.surface.value!r})"
 
 
-@dataclass(frozen=True, slots=True, repr=False)
-class MemoKey:
-    """Where a build sits in the memo: its shape, the objects it read, the maps it compared."""
+MemoKey = tuple[tuple[object, ...], tuple[object, ...], tuple[object, ...]]
+"""Where a build sits in the memo: its shape, the objects it read (compared by
+identity), the maps it read (compared by value). A plain tuple: built on every
+spawn, before the memo is asked."""
 
-    shape: tuple[object, ...]
-    same: tuple[object, ...]
-    equal: tuple[object, ...] = field(default=())
 
-    def __repr__(self) -> str:
-        return "MemoKey(...)"  # holds values: never shown
+def remembered(memo: BuildMemo, key: MemoKey, trace: Trace | None) -> dict[str, str] | None:
+    """The child env the memo holds for this key, or ``None`` (then ``build_child`` builds it).
+
+    ``key`` is ``(shape, same, equal)``. A traced hit replays the decisions
+    kept with the child into ``trace``.
+    """
+    hit = memo.get(*key)
+    if hit is None:
+        return None
+    child, recording = hit
+    if trace is not None and recording is not None:
+        trace.replay(recording)
+    return child
 
 
 def build_child(
-    memo: BuildMemo | None,
-    key: MemoKey | None,
-    trace: Trace | None,
-    make_request: Callable[[], BuildRequest],
+    memo: BuildMemo | None, key: MemoKey | None, trace: Trace | None, request: BuildRequest
 ) -> dict[str, str]:
-    """A child env from the memo when this shape was built from the same inputs, else built.
+    """Build a child env and, with a memo, remember it under ``key`` (after a miss).
 
-    ``make_request`` runs only on a miss. A traced miss records values where
-    fingerprints go, keeps the recording with the child and replays it into
-    ``trace``; a traced hit replays the kept recording.
+    A traced build that is remembered records values where fingerprints go,
+    keeps the recording with the child and replays it into ``trace``.
     """
     if memo is None or key is None:
-        return run_build(make_request(), trace)
-    hit = memo.get(key.shape, key.same, key.equal)
-    if hit is not None:
-        child, recording = hit
-        if trace is not None and recording is not None:
-            trace.replay(recording)
-        return child
+        return run_build(request, trace)
     record_into = None if trace is None else Trace(fingerprint=keep_value)
-    child = run_build(make_request(), record_into)
+    child = run_build(request, record_into)
     recording = None
     if trace is not None and record_into is not None:
         recording = record_into.recording()
         trace.replay(recording)
     # Stored under the identities read *before* the build: should another thread
     # replace the managed values meanwhile, the next build misses, never goes stale.
-    memo.put(key.shape, key.same, key.equal, child, recording)
+    memo.put(*key, child, recording)
     return child
 
 

@@ -97,6 +97,22 @@ MCP_SAFE_NAMES_WINDOWS: frozenset[str] = frozenset(
 )
 
 
+def surface_of(surface: Surface | str) -> Surface:
+    """A surface by enum or by name (any case); anything else is a ``ConfigurationError``."""
+    found = None
+    if isinstance(surface, Surface):
+        return surface
+    if isinstance(surface, str):
+        found = Surface.__members__.get(surface.upper())
+    if found is None:
+        names = ", ".join(s.value for s in Surface)
+        shown = repr(surface) if isinstance(surface, str) else f"a {type(surface).__name__}"
+        from envscope.errors import ConfigurationError
+
+        raise ConfigurationError(f"surface: {shown} is not one of {names}")
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class Allowlist:
     """Upper-cased names and prefixes a base key must match to reach an allowlist child."""
