@@ -57,7 +57,7 @@ def name_list(
     ``ConfigurationError`` saying how to pass a single name. ``None`` is no
     names. ``allow_empty`` lets an empty name through (passthrough ignores it).
     """
-    if names is None:
+    if names is None or names == ():
         return ()
     if isinstance(names, (str, bytes, bytearray)):
         raise ConfigurationError(
@@ -122,6 +122,8 @@ def snapshot_env(environ: Mapping[str, str], what: str = "base") -> dict[str, st
     Anything but a mapping of strings to strings is a ``ConfigurationError``
     naming ``what`` (and the key, never a value).
     """
+    if environ is os.environ:
+        return _copy_live(environ)  # os.environ holds strings only (it refuses anything else)
     if type(environ) is dict:
         copy = environ.copy()  # atomic under the GIL
     elif isinstance(environ, Mapping):

@@ -45,12 +45,14 @@ T = TypeVar("T")
 
 def _env(
     host: Host,
+    call: str,
+    kwargs: Mapping[str, object],
+    *,
     surface: Surface | str,
     extra: Mapping[str, object] | None,
     passthrough: Sequence[str],
     inherit_credentials: bool,
-    kwargs: Mapping[str, object],
-    call: str,
+    grant: Sequence[str],
 ) -> dict[str, str]:
     """The child env for one spawn; an ``env=`` keyword is a ``ConfigurationError``."""
     if "env" in kwargs:
@@ -63,6 +65,7 @@ def _env(
         extra=extra,
         passthrough=passthrough,
         inherit_credentials=inherit_credentials,
+        grant=grant,
     )
 
 
@@ -74,10 +77,20 @@ def run(
     extra: Mapping[str, object] | None = None,
     passthrough: Sequence[str] = (),
     inherit_credentials: bool = False,
+    grant: Sequence[str] = (),
     **subprocess_kwargs: Any,
 ) -> subprocess.CompletedProcess[Any]:
     """``subprocess.run(args, env=<built>, **subprocess_kwargs)``."""
-    env = _env(host, surface, extra, passthrough, inherit_credentials, subprocess_kwargs, "run")
+    env = _env(
+        host,
+        "run",
+        subprocess_kwargs,
+        surface=surface,
+        extra=extra,
+        passthrough=passthrough,
+        inherit_credentials=inherit_credentials,
+        grant=grant,
+    )
     return subprocess.run(args, env=env, **subprocess_kwargs)
 
 
@@ -89,10 +102,20 @@ def popen(
     extra: Mapping[str, object] | None = None,
     passthrough: Sequence[str] = (),
     inherit_credentials: bool = False,
+    grant: Sequence[str] = (),
     **subprocess_kwargs: Any,
 ) -> subprocess.Popen[Any]:
     """``subprocess.Popen(args, env=<built>, **subprocess_kwargs)``."""
-    env = _env(host, surface, extra, passthrough, inherit_credentials, subprocess_kwargs, "popen")
+    env = _env(
+        host,
+        "popen",
+        subprocess_kwargs,
+        surface=surface,
+        extra=extra,
+        passthrough=passthrough,
+        inherit_credentials=inherit_credentials,
+        grant=grant,
+    )
     return subprocess.Popen(args, env=env, **subprocess_kwargs)
 
 
@@ -104,10 +127,20 @@ async def create_subprocess_exec(
     extra: Mapping[str, object] | None = None,
     passthrough: Sequence[str] = (),
     inherit_credentials: bool = False,
+    grant: Sequence[str] = (),
     **kwargs: Any,
 ) -> asyncio.subprocess.Process:
     """``asyncio.create_subprocess_exec(program, *args, env=<built>, **kwargs)``."""
-    env = _env(host, surface, extra, passthrough, inherit_credentials, kwargs, "exec")
+    env = _env(
+        host,
+        "exec",
+        kwargs,
+        surface=surface,
+        extra=extra,
+        passthrough=passthrough,
+        inherit_credentials=inherit_credentials,
+        grant=grant,
+    )
     return await asyncio.create_subprocess_exec(program, *args, env=env, **kwargs)
 
 
@@ -119,10 +152,20 @@ async def create_subprocess_shell(
     extra: Mapping[str, object] | None = None,
     passthrough: Sequence[str] = (),
     inherit_credentials: bool = False,
+    grant: Sequence[str] = (),
     **kwargs: Any,
 ) -> asyncio.subprocess.Process:
     """``asyncio.create_subprocess_shell(cmd, env=<built>, **kwargs)``."""
-    env = _env(host, surface, extra, passthrough, inherit_credentials, kwargs, "shell")
+    env = _env(
+        host,
+        "shell",
+        kwargs,
+        surface=surface,
+        extra=extra,
+        passthrough=passthrough,
+        inherit_credentials=inherit_credentials,
+        grant=grant,
+    )
     return await asyncio.create_subprocess_shell(cmd, env=env, **kwargs)
 
 

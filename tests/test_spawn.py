@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -152,3 +153,27 @@ def test_worker_thread_child_gets_its_home(make_host: HostFactory, homes: dict[s
     with host.routed(homes["B"]), ThreadPoolExecutor(max_workers=1) as pool:
         env = spawn.submit(pool, job).result(timeout=60)
     assert env["ENVSCOPE_HOME"] == str(homes["B"])
+
+
+def test_run_passes_grant_to_an_mcp_build(make_host: HostFactory) -> None:
+    """spawn.run forwards grant=: a host token copied into an MCP block passes only when granted."""
+    token = "ghp_host0000000000000000000000"
+    host = make_host({"PATH": os.environ["PATH"], "GITHUB_TOKEN": token})
+    block = {"GITHUB_PERSONAL_ACCESS_TOKEN": token}
+    probe = [
+        sys.executable,
+        "-c",
+        "import os; print(os.environ.get('GITHUB_PERSONAL_ACCESS_TOKEN', ''))",
+    ]
+    refused = spawn.run(host, probe, surface="mcp", extra=block, capture_output=True, text=True)
+    granted = spawn.run(
+        host,
+        probe,
+        surface="mcp",
+        extra=block,
+        grant=["GITHUB_PERSONAL_ACCESS_TOKEN"],
+        capture_output=True,
+        text=True,
+    )
+    assert refused.stdout.strip() == ""
+    assert granted.stdout.strip() == token
