@@ -49,14 +49,6 @@ def fetch_source(source: SecretSource, home: str) -> dict[str, str]:
     return out
 
 
-def _same_file(path: str, other: str) -> bool:
-    """True when two paths name one file (device and inode), following symlinks."""
-    try:
-        return os.path.samestat(os.stat(path), os.stat(other))
-    except (OSError, ValueError):
-        return False
-
-
 class LaunchState:
     """The launch loads of one host and the names they make residue (thread-safe)."""
 
@@ -182,11 +174,10 @@ class LaunchState:
         dotenv_path = os.path.join(home, ".env")
         environ = snapshot_env(self.environ)
         outside = {k: v for k, v in environ.items() if norm(k) in global_names}
-        scope: dict[str, str] = {}
-        if home == self.launch_home or not _same_file(dotenv_path, self.dotenv_path):
-            # The launch .env under another name (a symlink, a hard link, a bind
-            # mount) is still the launch profile's: its keys are residue, never scope.
-            scope = read_dotenv(dotenv_path, environ=outside, override=True)
+        # The launch .env under another name (a symlink, a hard link, a bind mount)
+        # is still the launch profile's: its keys are residue, never scope.
+        launch_file = None if home == self.launch_home else self.dotenv_path
+        scope = read_dotenv(dotenv_path, environ=outside, override=True, unless_same_as=launch_file)
         origins = {norm(k): Origin(OriginKind.SCOPE, ".env", path=dotenv_path) for k in scope}
         names: set[str] = set()
         for source in list(self.sources):

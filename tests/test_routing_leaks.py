@@ -153,3 +153,27 @@ def test_home_env_var_cannot_carry_the_force_prefix(homes: dict[str, Path]) -> N
 
     with pytest.raises(ConfigurationError, match="force prefix"):
         Host(homes["A"], environ={}, home_env_var=f"{FORCE_PREFIX}HOME")
+
+
+def test_a_swap_to_the_launch_env_after_any_stat_is_still_caught(
+    make_host: HostFactory, homes: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Identity comes from the descriptor read: a stat that saw another file decides nothing."""
+    (homes["A"] / ".env").write_text(f"A_MARKER=a\nLAUNCH_ONLY={LAUNCH_SECRET}\n")
+    profile = write_home(tmp_path, "C")
+    decoy = tmp_path / "decoy.env"
+    decoy.write_text("C_MARKER=c\n")
+    (profile / ".env").symlink_to(homes["A"] / ".env")
+    real_stat = os.stat
+
+    def stat_as_if_not_swapped_yet(path: object, *args: object, **kwargs: object) -> object:
+        if path == str(profile / ".env"):
+            return real_stat(decoy)  # what a check before the swap would have seen
+        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "stat", stat_as_if_not_swapped_yet)
+    host = make_host()
+    with host.routed(profile):
+        env = host.build_subprocess_env()
+    assert "A_MARKER" not in env
+    assert LAUNCH_SECRET not in env.values()

@@ -47,6 +47,7 @@ Fidelity to python-dotenv's ``dotenv_values``/``load_dotenv`` on a file
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Mapping
 
 from envscope._inputs import valid_name
@@ -232,17 +233,33 @@ def read_dotenv(
     override: bool = False,
     missing_ok: bool = True,
     interpolate: bool = True,
+    unless_same_as: str | None = None,
 ) -> dict[str, str]:
-    """Read and parse a dotenv file; a missing file is empty when ``missing_ok``."""
+    """Read and parse a dotenv file; a missing file is empty when ``missing_ok``.
+
+    With ``unless_same_as``, a file that is that file (the same device and
+    inode, through any name: a symlink, a hard link, a bind mount) reads as
+    empty; the check is made on the descriptor read, so no swap between a
+    ``stat`` and the read can slip it in.
+    """
     # Each error is raised outside the handler that saw the OSError or the
     # UnicodeDecodeError (which holds the whole file): no error carries a context.
-    from envscope.files._fs import (
-        read_regular_file,  # on use: ``Host`` imports this module, not typing
+    from envscope.files._fs import (  # on use: ``Host`` imports this module, not typing
+        SameFileError,
+        read_regular_file,
     )
 
+    refuse = None
+    if unless_same_as is not None:
+        try:
+            refuse = os.stat(unless_same_as)
+        except (OSError, ValueError):
+            refuse = None  # no such file: nothing can be it
     failure: DotenvError | None = None
     try:
-        data = read_regular_file(path, MAX_DOTENV_BYTES)
+        data = read_regular_file(path, MAX_DOTENV_BYTES, refuse=refuse)
+    except SameFileError:
+        return {}
     except FileNotFoundError:
         if missing_ok:
             return {}

@@ -75,12 +75,20 @@ class DirEntry:
     is_symlink: bool
 
 
-def read_regular_file(path: str, max_bytes: int) -> bytes | None:
+class SameFileError(OSError):
+    """The file opened is the one the caller refused (the same device and inode)."""
+
+
+def read_regular_file(
+    path: str, max_bytes: int, *, refuse: os.stat_result | None = None
+) -> bytes | None:
     """At most ``max_bytes + 1`` bytes of the regular file ``path``; ``None`` when it is not one.
 
     Never blocks: a FIFO, a directory, a device, a socket (or a symlink to one)
     is ``None``, found by ``fstat`` on the descriptor actually opened, so a
-    file swapped after an earlier ``stat`` cannot fool it. Other failures
+    file swapped after an earlier ``stat`` cannot fool it. When the file
+    opened is ``refuse`` (same device and inode, however it was reached) it is
+    a ``SameFileError``, decided on that same descriptor. Other failures
     raise ``OSError`` (``FileNotFoundError`` when ``path`` does not exist).
     """
     try:
@@ -90,8 +98,11 @@ def read_regular_file(path: str, max_bytes: int) -> bytes | None:
             return None
         raise
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode):
             return None
+        if refuse is not None and os.path.samestat(opened, refuse):
+            raise SameFileError(0, "the refused file", path)
         chunks: list[bytes] = []
         remaining = max_bytes + 1
         while remaining > 0:
