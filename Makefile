@@ -10,7 +10,6 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
@@ -23,8 +22,12 @@ typecheck: $(STAMP)
 
 pytest: $(STAMP)
 	# coverage starts before pytest: the envscope.testing plugin (an entry point)
-	# imports the package while pytest starts, before pytest-cov could measure it.
-	$(BIN)/coverage run -m pytest
+	# imports the package while pytest starts, before a pytest plugin could measure
+	# it. The tests run on every core (pytest-xdist); coverage's subprocess patch
+	# (pyproject.toml) measures each worker, and `combine` joins their data.
+	rm -f .coverage .coverage.*
+	$(BIN)/coverage run -m pytest -n auto
+	$(BIN)/coverage combine --quiet
 	$(BIN)/coverage report
 
 test: lint typecheck pytest
