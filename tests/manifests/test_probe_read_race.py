@@ -25,7 +25,7 @@ import pytest
 from envscope import Host, Trace
 from envscope.errors import EnvscopeError, ManifestError
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
-from tests.test_faults import (
+from tests.manifests.test_faults import (
     BASE,
     CHATX_DECLARED,
     CHATX_MANIFEST,

@@ -15,7 +15,7 @@ from envscope.pipeline.build import BuildRequest
 from envscope.policy.sources import StaticSource
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 from tests.conftest import HostFactory, write_home
-from tests.test_manifest_scenarios import CHATX, platform_plugin
+from tests.manifests.test_manifest_scenarios import CHATX, platform_plugin
 
 BASE = {"PATH": "/usr/bin", "CHATX_WEBHOOK_KEY": "w", "CHATX_WORKSPACE": "ws", "K": "v"}
 

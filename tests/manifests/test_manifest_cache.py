@@ -19,7 +19,7 @@ from envscope.policy._declarations import HomeDeclarations, OriginKind
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 from tests._privdrop import give_to_nobody, nobody_tree, run_as_nobody
 
-FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "scan"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "scan"
 CHATX = "plugins/platforms/chatx"
 MANIFEST = f"{CHATX}/plugin.yaml"
 CHATX_NAMES = {"CHATX_BOT_TOKEN", "CHATX_SIGNING_SECRET"}

@@ -558,7 +558,7 @@ REAL: list[RealCase] = [
 
 SNIPPET = """
 import json, sys
-from tests.test_faults import run_real_cases
+from tests.manifests.test_faults import run_real_cases
 print(json.dumps(run_real_cases(sys.argv[1], json.loads(sys.argv[2]))))
 """
 

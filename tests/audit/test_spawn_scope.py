@@ -19,7 +19,7 @@ from envscope.audit._spawn_check import (
 )
 from envscope.audit._spawn_scope import Work
 
-CLI_MD = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
+CLI_MD = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 HEADER = "import copy, os, subprocess\n"
 SPLAT = REASON_SPLAT.format(src="kw")
 

@@ -28,7 +28,7 @@ from envscope.files._dotenv import (
 )
 from tests._watchdog import run_with_watchdog
 
-CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "dotenv"
+CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "dotenv"
 README = CORPUS / "README.md"
 NOT_CORPUS = frozenset({"README.md", ".gitattributes"})
 ENVIRON = {"HOME": "/home/op", "TELEGRAM_BOT_TOKEN": "fake-TELEGRAM_BOT_TOKEN"}

@@ -25,7 +25,7 @@ from envscope.manifests._schema import MAX_MANIFEST_BYTES
 from envscope.policy._declarations import OriginKind, plugin_prefix
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 
-FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "scan"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "scan"
 CHATX_NAMES = {"CHATX_BOT_TOKEN", "CHATX_SIGNING_SECRET"}
 
 

@@ -26,7 +26,7 @@ from envscope.audit._spawn_check import (
     format_spawn_sites,
 )
 
-SPAWNS = Path(__file__).resolve().parent.parent / "fixtures" / "spawns"
+SPAWNS = Path(__file__).resolve().parents[2] / "fixtures" / "spawns"
 
 Expected = list[tuple[str, int, bool]]
 

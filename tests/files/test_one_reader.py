@@ -23,7 +23,7 @@ from envscope.cli import main
 from envscope.files._fs import RealFileSystem, read_regular_file
 from tests._watchdog import run_with_watchdog
 
-PACKAGE = Path(__file__).resolve().parent.parent / "envscope"
+PACKAGE = Path(__file__).resolve().parents[2] / "envscope"
 
 # (module, enclosing function) -> why it may open a file itself.
 ALLOWED_OPENS: dict[tuple[str, str], str] = {

@@ -15,7 +15,7 @@ import pytest
 
 from envscope.cli.main import _RESTORED_SIGNALS, main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = str(ROOT / "fixtures" / "demo" / "envscope.yaml")
 BASE_ENV = {
     "PATH": "/usr/bin:/bin",

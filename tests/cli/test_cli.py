@@ -14,7 +14,7 @@ import pytest
 
 from envscope.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "fixtures" / "demo"
 CONFIG = str(DEMO / "envscope.yaml")
 CLEAN_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/operator", "LANG": "C.UTF-8"}

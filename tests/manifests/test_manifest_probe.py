@@ -23,7 +23,7 @@ from envscope.errors import ManifestError
 from envscope.manifests._probe import State, home_roots, probe
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 from tests._privdrop import give_to_nobody, nobody_tree, run_as_nobody
-from tests.test_faults import (
+from tests.manifests.test_faults import (
     CHATX_DECLARED,
     CHATX_DIR,
     PLATFORMS,
@@ -38,7 +38,7 @@ from tests.test_faults import (
     make_host,
     make_tree,
 )
-from tests.test_probe_read_race import traced_attempt
+from tests.manifests.test_probe_read_race import traced_attempt
 
 
 def _dangle(rel: str) -> Callable[[Path], None]:

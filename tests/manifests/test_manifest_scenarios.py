@@ -297,7 +297,7 @@ def test_errno_injection_on_root_fails_closed(
     assert policy.tier_of("CHATX_SIGNING_SECRET") is Tier.TIER1
 
 
-BAD_CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "manifests" / "bad"
+BAD_CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "manifests" / "bad"
 BAD_FILES = sorted(p.name for p in BAD_CORPUS.iterdir() if p.name != "README.md")
 
 

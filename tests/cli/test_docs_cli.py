@@ -14,7 +14,7 @@ import pytest
 
 from envscope.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "cli.md"
 README = ROOT / "README.md"
 BLOCK = re.compile(r"(<!-- output: (?P<args>.*?) -->\n```text\n)(?P<body>.*?)(```)", re.S)

@@ -13,7 +13,7 @@ import envscope.files._yaml as yaml_reader
 from envscope.errors import ManifestError
 from envscope.manifests._schema import parse_manifest
 
-BAD = Path(__file__).resolve().parent.parent / "fixtures" / "manifests" / "bad"
+BAD = Path(__file__).resolve().parents[2] / "fixtures" / "manifests" / "bad"
 README = BAD / "README.md"
 
 # Words that may appear both in a corpus file (as keys or YAML literals) and in an error message.

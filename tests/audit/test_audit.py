@@ -27,7 +27,7 @@ from envscope.audit._report import (
 from envscope.cli import main
 from tests.conftest import HostFactory
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 
 

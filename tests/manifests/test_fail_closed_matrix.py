@@ -41,9 +41,9 @@ from envscope import Catalog, Host, Trace
 from envscope.errors import EnvscopeError, ManifestError
 from envscope.policy._declarations import Problem, has_secret_suffix, plugin_prefix
 from envscope.testing_fs import HOUR_NS, CallFault, InstrumentedFileSystem, SeamCall
-from tests.test_faults import Mode
+from tests.manifests.test_faults import Mode
 
-FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "scan"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "scan"
 LINKED = """\
 name: linked
 requires_env:

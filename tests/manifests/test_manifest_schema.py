@@ -21,7 +21,7 @@ from envscope.manifests._schema import (
     parse_manifest,
 )
 
-GOOD = Path(__file__).resolve().parent.parent / "fixtures" / "manifests" / "good"
+GOOD = Path(__file__).resolve().parents[2] / "fixtures" / "manifests" / "good"
 
 LOADERS = [
     pytest.param(getattr(yaml, "CSafeLoader", yaml.SafeLoader), id="libyaml"),

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from envscope.cli import main
-from tests.test_cli import CONFIG, ROOT, clean_process_env  # noqa: F401 - the autouse fixture
+from tests.cli.test_cli import CONFIG, ROOT, clean_process_env  # noqa: F401 - the autouse fixture
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,1 @@
+"""Tests of ``envscope.files``: the dotenv reader and the one non-blocking file reader."""

@@ -1,0 +1,1 @@
+"""Tests of ``envscope.manifests``: the probe, the scan, the schema, the cache, and faults."""

@@ -1,0 +1,1 @@
+"""Tests of ``envscope.pipeline``: the stages, tiers, routing, passthrough, aliases, the memo."""

@@ -1,0 +1,1 @@
+"""Tests of ``envscope.policy``: catalog, adapters, surfaces, secret sources, injection."""
