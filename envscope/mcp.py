@@ -141,7 +141,7 @@ def _arguments(args: object, field: str) -> list[str]:
     return list(args)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class McpServerConfig:
     """One stdio server of an MCP client config file (``env`` already interpolated)."""
 
