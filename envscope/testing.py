@@ -76,7 +76,7 @@ def dotenv_text(values: DotenvSpec) -> str:
     return "".join(lines)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HostTree:
     """A ``Host`` over a home tree on disk, with the paths a test needs."""
 

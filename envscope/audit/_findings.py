@@ -118,7 +118,7 @@ CREDENTIAL_KINDS: tuple[str, ...] = tuple(kind for kind, _, _ in _PATTERNS)
 _ANY_LITERAL = re.compile("|".join(re.escape(lit) for _, lits, _ in _PATTERNS for lit in lits))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CredentialFinding:
     """A kept variable whose value looks like a credential: its key and kind, never the value."""
 
@@ -167,7 +167,7 @@ _BARE_PROXY_PASSWORD = re.compile(r"[^/@\s:]*:[^/@\s]+@")
 NAME_KINDS: tuple[str, ...] = ("credential-suffix", "credential-word", "url-with-password")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NameFinding:
     """A kept, undeclared variable whose name (or URL) looks like a credential: key and kind."""
 

@@ -179,7 +179,7 @@ def format_explain(
     return "\n".join(lines) + "\n"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DiffEntry:
     """One difference between two snapshots, with the rule that explains it."""
 
@@ -256,7 +256,7 @@ def format_diff(
     return "\n".join([head, "", *_table(rows, None, False), "", summary]) + "\n"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScanReport:
     """What ``envscope scan`` found for one home (or one plugin directory)."""
 

@@ -83,7 +83,7 @@ REASON_NO_VARIANT = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SpawnSite:
     """One spawn call that bypasses the factory (or is allowed to, when ``allowed``).
 
@@ -109,7 +109,7 @@ class _Rule(enum.Enum):
     ENV_VARIANT = "env-variant"  # env is the last positional (or env=)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Target:
     call: str
     rule: _Rule

@@ -42,14 +42,14 @@ _COMPREHENSIONS = (ast.DictComp, ast.GeneratorExp, ast.ListComp, ast.SetComp)
 _EMPTY: frozenset[str] = frozenset()
 
 
-@dataclass
+@dataclass(slots=True)
 class Work:
     """How many steps an analysis took: AST nodes visited, scope links followed, values tried."""
 
     steps: int = 0
 
 
-@dataclass(eq=False)
+@dataclass(slots=True, eq=False)
 class Scope:
     """One module, function, lambda or class body: what it binds, and its parent."""
 

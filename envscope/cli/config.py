@@ -58,7 +58,7 @@ MAX_CONFIG_BYTES = 256 * 1024
 """The largest config or catalog file read (the manifest limit; larger is refused, not cut)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HostConfig:
     """A validated host config; paths are absolute (resolved against the file's directory)."""
 
@@ -127,7 +127,7 @@ class HostConfig:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ConfigChoice:
     """The config's path, and whether it was named (``--config``, ``$ENVSCOPE_CONFIG``)."""
 

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from envscope.audit import _report
@@ -42,7 +42,7 @@ def _usage_error(path: str, message: str) -> UsageError:
     return UsageError(f"{path}: {message}")
 
 
-@dataclass
+@dataclass(slots=True)
 class Built:
     """One live build: the host, its config, the trace and every value involved."""
 
@@ -241,7 +241,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
             "a": args.a,
             "b": args.b,
             "fingerprints_comparable": comparable,
-            "differences": [vars(e) for e in entries],
+            "differences": [asdict(e) for e in entries],
         }
         print(_report.format_json(payload), end="")
     else:

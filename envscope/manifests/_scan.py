@@ -57,7 +57,6 @@ import os
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import NamedTuple
 
 from envscope.errors import ManifestError
 from envscope.files._fs import FileSystem
@@ -96,7 +95,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScanResult:
     """What one scan found; the cache adds retention and the generation."""
 
@@ -119,7 +118,8 @@ def _describe(err: int | None) -> str:
     return f"{os.strerror(err)} [{errno_mod.errorcode.get(err, str(err))}]"
 
 
-class Parsed(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Parsed:
     """What one readable manifest declares: whether it counts, its prefix, its secrets."""
 
     counted: bool  # a platform root, or ``kind: platform``
