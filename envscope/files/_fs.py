@@ -163,7 +163,7 @@ class RealFileSystem:
 
     def stat(self, path: str, *, follow_symlinks: bool = True) -> StatResult:
         """``os.stat`` / ``os.lstat``."""
-        return os.stat(path, follow_symlinks=follow_symlinks)
+        return os.stat(path) if follow_symlinks else os.lstat(path)  # no keyword to parse
 
     def read_regular(self, path: str, max_bytes: int) -> bytes | None:
         """``read_regular_file``: ``None`` for anything but a regular file; ≤ max_bytes+1 bytes."""
