@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from envscope.files._fs import RealFileSystem
+from envscope.files._fs import DirEntry, RealFileSystem
 from envscope.manifests._scan import (
     RACY_WINDOW_NS,
     ScanResult,
@@ -464,6 +464,18 @@ def test_scandir_entries(tmp_path: Path) -> None:
         "ld": (True, True, str(tmp_path / "ld")),
         "dangling": (False, True, str(tmp_path / "dangling")),
     }
+
+
+def test_scandir_entries_equal_constructed_ones(tmp_path: Path) -> None:
+    """Each entry RealFileSystem builds field by field equals (and hashes as) DirEntry(...)."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "f").write_text("")
+    (tmp_path / "ld").symlink_to(tmp_path / "d")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nope")
+    listing = RealFileSystem().scandir(str(tmp_path))
+    expected = [DirEntry(e.name, e.path, e.is_dir(), e.is_symlink()) for e in os.scandir(tmp_path)]
+    assert sorted(listing, key=repr) == sorted(expected, key=repr)
+    assert {hash(e) for e in listing} == {hash(e) for e in expected}
 
 
 class _VanishingFS(InstrumentedFileSystem):
