@@ -24,7 +24,7 @@ import os
 import stat
 import time
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 __all__ = ["DirEntry", "FileSystem", "RealFileSystem", "StatResult", "read_regular_file"]
 
@@ -163,9 +163,14 @@ class RealFileSystem:
             listing.append(entry)
         return listing
 
-    def stat(self, path: str, *, follow_symlinks: bool = True) -> StatResult:
-        """``os.stat`` / ``os.lstat``."""
-        return os.stat(path) if follow_symlinks else os.lstat(path)  # no keyword to parse
+    if TYPE_CHECKING:  # the one signature every FileSystem has (subclasses override it)
+
+        def stat(self, path: str, *, follow_symlinks: bool = True) -> StatResult:
+            """``os.stat`` (``lstat`` when ``follow_symlinks`` is False)."""
+            ...
+
+    else:  # os.stat itself, which takes follow_symlinks=: no Python frame per candidate
+        stat = staticmethod(os.stat)
 
     def read_regular(self, path: str, max_bytes: int) -> bytes | None:
         """``read_regular_file``: ``None`` for anything but a regular file; ≤ max_bytes+1 bytes."""
