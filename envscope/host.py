@@ -276,11 +276,12 @@ class Host:
     def _policy_of(self, target: str) -> SecretPolicy:
         """The policy of a home given by identity (no ``realpath`` on the spawn path)."""
         declarations = self._declarations(target)
-        version, adapters = self._census.of(target)
+        version = self._census.version(target)
         with self._lock:
             cached = self._policies.get(target)
         if cached is not None and cached[0] is declarations and cached[1] == version:
             return cached[2]
+        version, adapters = self._census.of(target)  # read together for the policy built
         built = build_policy(self.catalog, declarations, adapters)
         with self._lock:
             self._policies[target] = (declarations, version, built)
@@ -400,7 +401,9 @@ class Host:
     def _supplied(self, binding: Binding | None) -> frozenset[str]:
         """Names a secret source supplied, at launch and (routed) for the bound home."""
         supplied = self.source_supplied_names()
-        return supplied if binding is None else supplied | binding.source_names
+        if binding is None or not binding.source_names:
+            return supplied  # the launch set itself: the build memo compares it by identity first
+        return supplied | binding.source_names
 
     def _settings(self) -> BuildSettings:
         """The host's configuration as a build reads it (the catalog may change: not cached)."""

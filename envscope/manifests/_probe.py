@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import enum
 import errno as errno_mod
+import math
 import operator
 import os
 import stat
@@ -66,6 +67,7 @@ RACY_WINDOW_NS = 3_000_000_000
 
 _PLATFORMS = "platforms"
 _FIRST = os.sep + MANIFEST_NAMES[0]
+_NEVER = math.inf  # a clock time no probe reaches
 
 
 class RootKind(enum.Enum):
@@ -148,8 +150,13 @@ class CandidateProbe:
     signature: Signature | None = None
     error: int | None = None
     racy: bool = field(default=False, compare=False)
-    plain: bool = field(default=False, compare=False, repr=False)
-    """A settled regular ``plugin.yaml``, not a symlink: one ``lstat`` rechecks it."""
+    recheck_from_ns: float = field(default=_NEVER, compare=False, repr=False)
+    """From this probe-clock time one ``lstat`` compared with ``signature`` rechecks it.
+
+    A regular ``plugin.yaml`` that was settled when probed: the time its
+    mtime and ctime leave the racy window. ``_NEVER`` for every other
+    candidate, which takes the full probe.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,10 +214,11 @@ def _candidate(
     err: int | None = None,
     *,
     racy: bool = False,
+    settles_ns: float = _NEVER,
 ) -> CandidateProbe:
-    plain = state is State.REGULAR and not racy and path.endswith(_FIRST)
+    recheck_ns = _NEVER if racy or not path.endswith(_FIRST) else settles_ns
     return CandidateProbe(
-        entry.name, entry.path, entry.is_symlink, path, state, sig, err, racy, plain
+        entry.name, entry.path, entry.is_symlink, path, state, sig, err, racy, recheck_ns
     )
 
 
@@ -287,8 +295,9 @@ def _look(
         sig = Signature.of(st)
         if not stat.S_ISREG(st.st_mode):
             return _candidate(entry, path, State.IGNORED, sig)
-        racy = now_ns - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_WINDOW_NS
-        return _candidate(entry, path, State.REGULAR, sig, racy=racy)
+        settles_ns = max(st.st_mtime_ns, st.st_ctime_ns) + RACY_WINDOW_NS
+        racy = now_ns < settles_ns
+        return _candidate(entry, path, State.REGULAR, sig, racy=racy, settles_ns=settles_ns)
     return _candidate(entry, os.path.join(entry.path, MANIFEST_NAMES[0]), State.ABSENT)
 
 
@@ -364,11 +373,11 @@ def _plugin_dirs(
         e
         for e in listing
         if (e.is_dir or e.is_symlink)
-        and not (e.name.startswith("__") and _is_dunder(e.name))
+        and ("__" not in e.name or not _is_dunder(e.name))  # `in`: no call per name
         and not (flat and e.name == _PLATFORMS)
     ]
     broken: dict[str, CandidateProbe] = {}
-    if any(not e.is_dir for e in dirs):  # symlinks to a non-directory, or that cannot be followed
+    if [e for e in dirs if not e.is_dir]:  # symlinks to a non-directory, or that cannot be followed
         kept = []
         for e in dirs:
             followed = True if e.is_dir else _follow_link(fs, e)
@@ -398,10 +407,10 @@ def _probe_root(
             root,
             candidates=tuple(broken.get(e.path) or _probe_manifest(fs, e, now_ns) for e in dirs),
         )
-    # The warm path, once per candidate manifest on every spawn: a plain candidate
-    # (a settled regular plugin.yaml) is rechecked with one lstat and one signature
-    # comparison, and comes back as the same object when unchanged.
-    settled_ns = now_ns - RACY_WINDOW_NS
+    # The warm path, once per candidate manifest on every spawn: a candidate that one
+    # lstat rechecks (a regular plugin.yaml, settled by now) costs that lstat and one
+    # signature comparison, and comes back as the same object when unchanged.
+    stat = fs.stat
     same = True
     found = []
     for entry, old in zip(dirs, before, strict=True):
@@ -411,21 +420,16 @@ def _probe_root(
             or old.is_symlink != entry.is_symlink
         ):
             cand = broken.get(entry.path) or _probe_manifest(fs, entry, now_ns)
-        elif broken:
+        elif broken or old.recheck_from_ns > now_ns:
             cand = broken.get(entry.path) or _probe_manifest(fs, entry, now_ns, expected=old)
             cand = _settle(cand, old)
-        elif not old.plain:
-            cand = _settle(_probe_manifest(fs, entry, now_ns, expected=old), old)
         else:
             try:
-                st = fs.stat(old.manifest, follow_symlinks=False)
+                st = stat(old.manifest, follow_symlinks=False)
             except OSError as exc:
                 cand = _settle(_probe_manifest(fs, entry, now_ns, exc, expected=old), old)
             else:
-                sig = old.signature
-                # Equal modes mean still regular (the cached one is); a timestamp
-                # newer than now minus the racy window is racy.
-                if _signature_fields(st) == sig and sig.mtime_ns <= settled_ns >= sig.ctime_ns:
+                if _signature_fields(st) == old.signature:  # equal modes: still regular
                     found.append(old)
                     continue
                 cand = _settle(_probe_manifest(fs, entry, now_ns, st, expected=old), old)

@@ -12,6 +12,7 @@ then decides each of its keys with one dict lookup.
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING
 
 from envscope.audit.trace import Reason
@@ -33,7 +34,7 @@ MAX_MEMO = 16_384  # names; a larger env still works, its extra names are decide
 
 def same_objects(old: Sequence[object], new: Sequence[object]) -> bool:
     """True when two sequences hold the very same objects, in order (``is``, not ``==``)."""
-    return len(old) == len(new) and all(a is b for a, b in zip(old, new, strict=True))
+    return len(old) == len(new) and all(map(operator.is_, old, new))  # C-level: per build
 
 
 class ResidueRule:

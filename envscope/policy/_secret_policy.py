@@ -392,6 +392,10 @@ class AdapterCensus:
             if self._adapters.get(home, {}).pop(name, None) is not None:
                 self._versions[home] = self._versions.get(home, 0) + 1
 
+    def version(self, home: str) -> int:
+        """A home's census version (grows on every change; 0 before the first)."""
+        return self._versions.get(home, 0)  # one dict read: atomic under the GIL
+
     def of(self, home: str) -> tuple[int, tuple[Adapter, ...]]:
         """A home's census version and its adapters, read together."""
         with self._lock:

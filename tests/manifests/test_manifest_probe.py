@@ -270,3 +270,32 @@ def test_broken_link_whose_lstat_also_fails_has_no_signature(tmp_path: Path) -> 
     assert cand.state is State.BROKEN
     assert cand.error == errno.EIO
     assert cand.signature is None
+
+
+@pytest.mark.parametrize(
+    ("first_offset", "second_offset", "same", "racy"),
+    [
+        (HOUR_NS, HOUR_NS, True, False),  # settled, unchanged: the cached object
+        (HOUR_NS, 0, False, True),  # the clock moved back into the racy window
+        (0, HOUR_NS, False, False),  # racy when probed, settled since
+        (0, 0, True, True),  # still racy: the cached object (racy flag and all)
+    ],
+)
+def test_recheck_follows_the_racy_window(
+    tmp_path: Path, first_offset: int, second_offset: int, same: bool, racy: bool
+) -> None:
+    """A candidate comes back as the cached object only if its racy flag holds; one stat each."""
+    plugin = tmp_path / "plugins" / "platforms" / "chatx"
+    plugin.mkdir(parents=True)
+    (plugin / "plugin.yaml").write_text("requires_env: [CHATX_TOKEN]\n")
+    fs = InstrumentedFileSystem(clock_offset_ns=first_offset)
+    roots = home_roots(str(tmp_path), None)
+    first = probe(fs, roots)
+    fs.clock_offset_ns = second_offset
+    fs.calls.clear()
+    again = probe(fs, roots, {rp.root.path: rp for rp in first.roots})
+    (before,) = first.roots[0].candidates
+    (after,) = again.roots[0].candidates
+    assert (after is before, after.racy) == (same, racy)
+    assert after == before  # the stamp is the same either way
+    assert fs.calls["stat"] == 1  # the one lstat of plugin.yaml

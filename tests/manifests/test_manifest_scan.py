@@ -6,13 +6,14 @@ import errno
 import os
 import shutil
 import socket
+import stat
 import threading
 from collections.abc import Callable, Generator
 from pathlib import Path
 
 import pytest
 
-from envscope.files._fs import RealFileSystem
+from envscope.files._fs import DirEntry, RealFileSystem
 from envscope.manifests._scan import (
     RACY_WINDOW_NS,
     ScanResult,
@@ -464,6 +465,28 @@ def test_scandir_entries(tmp_path: Path) -> None:
         "ld": (True, True, str(tmp_path / "ld")),
         "dangling": (False, True, str(tmp_path / "dangling")),
     }
+
+
+def test_scandir_entries_equal_constructed_ones(tmp_path: Path) -> None:
+    """Each entry RealFileSystem builds field by field equals (and hashes as) DirEntry(...)."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "f").write_text("")
+    (tmp_path / "ld").symlink_to(tmp_path / "d")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nope")
+    listing = RealFileSystem().scandir(str(tmp_path))
+    expected = [DirEntry(e.name, e.path, e.is_dir(), e.is_symlink()) for e in os.scandir(tmp_path)]
+    assert sorted(listing, key=repr) == sorted(expected, key=repr)
+    assert {hash(e) for e in listing} == {hash(e) for e in expected}
+
+
+@pytest.mark.parametrize(("follow", "is_link"), [(True, False), (False, True)])
+def test_stat_follows_links_unless_told_not_to(tmp_path: Path, follow: bool, is_link: bool) -> None:
+    """RealFileSystem.stat is os.stat: follow_symlinks=False is an lstat of the link itself."""
+    (tmp_path / "target").write_text("")
+    (tmp_path / "link").symlink_to(tmp_path / "target")
+    st = RealFileSystem().stat(str(tmp_path / "link"), follow_symlinks=follow)
+    assert stat.S_ISLNK(st.st_mode) is is_link
+    assert stat.S_ISREG(st.st_mode) is not is_link
 
 
 class _VanishingFS(InstrumentedFileSystem):
