@@ -410,7 +410,7 @@ def _probe_root(
     # The warm path, once per candidate manifest on every spawn: a candidate that one
     # lstat rechecks (a regular plugin.yaml, settled by now) costs that lstat and one
     # signature comparison, and comes back as the same object when unchanged.
-    stat = fs.stat
+    fs_stat = fs.stat  # looked up once per root
     same = True
     found = []
     for entry, old in zip(dirs, before, strict=True):
@@ -425,7 +425,7 @@ def _probe_root(
             cand = _settle(cand, old)
         else:
             try:
-                st = stat(old.manifest, follow_symlinks=False)
+                st = fs_stat(old.manifest, follow_symlinks=False)
             except OSError as exc:
                 cand = _settle(_probe_manifest(fs, entry, now_ns, exc, expected=old), old)
             else:
