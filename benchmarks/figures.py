@@ -86,6 +86,46 @@ def warm_figures(cfg: Config, catalog: Catalog, w1: Workload) -> list[Figure]:
     return figures
 
 
+def os_environ_figure(cfg: Config, catalog: Catalog, w1: Workload) -> Figure:
+    """F1 with the host on its default ``environ``: ``os.environ`` holds W1's parent env.
+
+    Every build copies the process env (the value-alias rule reads it), and
+    ``os.environ`` decodes what it holds on every read: this row shows that
+    copy's cost, which a host over a plain dict (the rows above) never pays.
+    """
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(w1.environ)
+    try:
+        host = Host(
+            w1.launch,
+            catalog=catalog,
+            managed_env_file=w1.managed,
+            bundled_plugins=w1.bundled,
+            multiplex=w1.multiplex,
+        )
+        host.load_launch_env()
+        home = w1.profiles[0]
+        floor = floor_for(host, w1, home)
+        base = dict(w1.environ)
+        with host.routed(home):
+            samples = interleaved(
+                {"warm": lambda: host.build_subprocess_env(base), "floor": floor},
+                cfg.warm_calls,
+            )
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return ratio_figure(
+        "w1_os_environ_vs_floor",
+        "  the same, the host on os.environ (its default)",
+        samples,
+        "warm",
+        "floor",
+        1.5,
+    )
+
+
 def w2_warm_figure(cfg: Config, catalog: Catalog, w2: Workload) -> Figure:
     """W2 (1,000 vars, 320 candidates, multiplexed) warm routed build against its floor."""
     home = w2.profiles[0]

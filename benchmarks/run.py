@@ -26,6 +26,7 @@ from benchmarks.figures import (
     cold_figures,
     import_figures,
     memory_figures,
+    os_environ_figure,
     syscall_figures,
     thread_figures,
     w2_warm_figure,
@@ -143,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         figures += syscall_figures(catalog, w1, w2)
         step("warm builds (W1)")
         figures += warm_figures(cfg, catalog, w1)
+        figures.append(os_environ_figure(cfg, catalog, w1))
         figures.append(warm_path_figure(catalog, w1))
         step("warm builds (W2)")
         figures.append(w2_warm_figure(cfg, catalog, w2))
