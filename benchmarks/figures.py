@@ -122,7 +122,7 @@ def os_environ_figure(cfg: Config, catalog: Catalog, w1: Workload) -> Figure:
         samples,
         "warm",
         "floor",
-        1.5,
+        None,  # reported: the row above holds the target; this one shows os.environ costs no more
     )
 
 
