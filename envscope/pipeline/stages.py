@@ -63,12 +63,9 @@ def to_entries(env: Mapping[str, str], trace: Trace | None = None, *, fold: bool
     """
     if not fold:
         return {key: (key, value) for key, value in env.items()}
-    items = list(env.items())
-    ups = [key.upper() for key, _ in items]
-    if len(set(ups)) == len(items):  # the common case: no two keys equal ignoring case
-        return dict(zip(ups, items, strict=True))
     out: Entries = {}
-    for (key, value), up in zip(items, ups, strict=True):
+    for key, value in env.items():
+        up = key.upper()
         prev = out.get(up)
         if prev is not None:
             keep_new = key == up and prev[0] != up
