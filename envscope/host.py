@@ -29,13 +29,13 @@ from envscope._launch import LaunchState
 from envscope.audit.trace import Trace
 from envscope.errors import ConfigurationError, RoutingError
 from envscope.pipeline import stages
-from envscope.pipeline._binding import Binding, BuildMemo
+from envscope.pipeline._binding import Binding
 from envscope.pipeline._guard_rule import GuardRule
+from envscope.pipeline._memo import BuildMemo, MemoKey
 from envscope.pipeline._residue_rule import ResidueRule
 from envscope.pipeline.build import (
     BuildRequest,
     BuildSettings,
-    MemoKey,
     build_child,
     own_values,
     remembered,

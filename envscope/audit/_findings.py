@@ -1,4 +1,4 @@
-"""Warnings for kept variables that look like credentials; closing a trace.
+"""Warnings for kept variables that look like credentials (their key and kind, never a value).
 
 Two kinds of warning, each holding a key and a kind, never a value:
 
@@ -34,10 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from envscope.audit.trace import Trace
     from envscope.policy._secret_policy import SecretPolicy
-    from envscope.policy.catalog import Catalog
-    from envscope.policy.surfaces import Surface
 
 __all__ = [
     "CREDENTIAL_KINDS",
@@ -47,7 +44,6 @@ __all__ = [
     "credential_kind",
     "find_credential_names",
     "find_credential_values",
-    "finish_trace",
     "name_kind",
 ]
 
@@ -219,36 +215,3 @@ def find_credential_names(
         if kind is not None and (policy is None or policy.tier_of(key) is None):
             findings.append(NameFinding(key, kind))
     return findings
-
-
-def finish_trace(
-    trace: Trace,
-    child: Mapping[str, str],
-    *,
-    global_names: frozenset[str],
-    catalog: Catalog,
-    policy: SecretPolicy,
-    home: str,
-    surface: Surface,
-    routed: bool,
-    known_safe: frozenset[str] = frozenset(),
-) -> None:
-    """Close a traced build: ``kept`` for every untouched key, the warnings and the context."""
-    ctx = trace.context
-    for key in trace.record_untouched(child, global_names):
-        # A global name (TMPDIR is on glibc's list) is an ordinary process-wide setting.
-        if catalog.is_injection_vector(key) and key.upper() not in global_names:
-            ctx.warnings.append(
-                f"{key}: the launch env carries a name that changes how a child's "
-                "loader, shell or interpreter starts (kept: it was not introduced)"
-            )
-    for finding in find_credential_values(child, policy=policy):
-        ctx.warnings.append(
-            f"{finding.key}: the value looks like a {finding.kind} but no rule declares "
-            "the name (kept; declare it in the catalog or a manifest if it is a secret)"
-        )
-    for name_finding in find_credential_names(child, policy=policy, known_safe=known_safe):
-        ctx.warnings.append(str(name_finding))
-    ctx.home, ctx.surface, ctx.routed = home, surface.value, routed
-    ctx.complete, ctx.problems = policy.complete, policy.problems
-    ctx.child_keys = tuple(child)

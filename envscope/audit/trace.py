@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from envscope.errors import EnvscopeError
 from envscope.policy._declarations import Origin, Problem
-from envscope.policy._reasons import _RESIDUE_REASONS, _SECRET_REASONS, Action, Reason, Stage
+from envscope.policy._reasons import RESIDUE_REASONS, SECRET_REASONS, Action, Reason, Stage
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
@@ -220,8 +220,8 @@ class Trace:
     def summary(self) -> str:
         """One line a host can log when a child fails, so no stripped variable is a mystery."""
         removed = list(self.removed().values())
-        secrets = sum(1 for d in removed if d.reason in _SECRET_REASONS)
-        residue = sum(1 for d in removed if d.reason in _RESIDUE_REASONS)
+        secrets = sum(1 for d in removed if d.reason in SECRET_REASONS)
+        residue = sum(1 for d in removed if d.reason in RESIDUE_REASONS)
         other = len(removed) - secrets - residue
         parts = [_count(secrets, "declared secret"), f"{residue} launch residue"]
         if other:

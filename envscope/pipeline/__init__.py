@@ -2,8 +2,9 @@
 
 Owns stages 1-3 (``stages``: residue, overlay, managed), stage 4
 (``_sanitize``), alias detection (``_aliases``), the launch-residue rule
-(``_residue_rule``), the guard rule (``_guard_rule``) and the build memo
-(``_binding``). Stages are pure: a mapping in, a new mapping out.
+(``_residue_rule``), the guard rule (``_guard_rule``), the build memo
+(``_memo``), a routed home's binding (``_binding``) and one build over one
+request (``build``). Stages are pure: a mapping in, a new mapping out.
 
 May import: ``envscope.manifests``, ``envscope.audit``, ``envscope.policy``,
 ``envscope.files``, ``envscope._inputs``, ``envscope.errors``. Never the host

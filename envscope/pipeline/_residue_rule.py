@@ -12,10 +12,10 @@ then decides each of its keys with one dict lookup.
 
 from __future__ import annotations
 
-import operator
 from typing import TYPE_CHECKING
 
 from envscope.audit.trace import Reason
+from envscope.pipeline._memo import same_objects
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -23,18 +23,13 @@ if TYPE_CHECKING:
     from envscope.policy._declarations import Origin
     from envscope.policy._secret_policy import SecretPolicy
 
-__all__ = ["ResidueRule", "Verdict", "same_objects"]
+__all__ = ["ResidueRule", "Verdict"]
 
 Verdict = tuple[Reason, "Origin | None"]
 """Why stage 1 drops a name and where that came from."""
 
 _KEEP = None
 MAX_MEMO = 16_384  # names; a larger env still works, its extra names are decided per build
-
-
-def same_objects(old: Sequence[object], new: Sequence[object]) -> bool:
-    """True when two sequences hold the very same objects, in order (``is``, not ``==``)."""
-    return len(old) == len(new) and all(map(operator.is_, old, new))  # C-level: per build
 
 
 class ResidueRule:

@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING
 from envscope.audit.trace import Action, Reason, Stage
 from envscope.pipeline._aliases import SecretValues, strip_aliases
 from envscope.pipeline.stages import (
-    _CALLER,
+    CALLER_ORIGIN,
     FORCE_PREFIX,
     Entries,
-    _is_forced,
-    _refused,
     from_entries,
     index,
+    is_forced,
     put_layer,
     remove_spellings,
     spellings,
+    without_refused,
 )
 from envscope.policy._declarations import Declaration, Origin, OriginKind, Tier, norm
 
@@ -140,7 +140,7 @@ def sanitize(
     if options.drop_shell_functions:
         functions = [idx for idx, (_, value) in out.items() if value.startswith("()")]
         _drop(out, functions, Reason.SHELL_FUNCTION, trace)
-    forced_keys = [idx for idx, (key, _) in out.items() if _is_forced(key.upper())]
+    forced_keys = [idx for idx, (key, _) in out.items() if is_forced(key.upper())]
     _drop(out, forced_keys, Reason.FORCE_PREFIX_IN_BASE, trace)
     return from_entries(out)
 
@@ -185,7 +185,7 @@ def _filter_base(entries: Entries, base_filter: BaseFilter | None, trace: Trace 
                 origin = base_filter.origin
                 reason = Reason.INCLUDED
                 trace.record(item[0], Action.KEPT, Stage.SANITIZE, reason, origin, value=item[1])
-        if _is_forced(up):
+        if is_forced(up):
             if trace is not None:
                 reason = Reason.FORCE_PREFIX_IN_BASE
                 trace.record(item[0], Action.STRIPPED, Stage.SANITIZE, reason, value=item[1])
@@ -211,7 +211,7 @@ def _merge(out: Entries, options: SanitizeOptions, trace: Trace | None) -> None:
 
         def record_extra(key: str, value: str, replaced: bool) -> None:
             action = Action.OVERRIDDEN if replaced else Action.ADDED
-            trace.record(key, action, Stage.EXTRA, Reason.CALLER_EXTRA, _CALLER, value=value)
+            trace.record(key, action, Stage.EXTRA, Reason.CALLER_EXTRA, CALLER_ORIGIN, value=value)
 
         def record_pinned(key: str, value: str, replaced: bool) -> None:
             del replaced
@@ -229,7 +229,7 @@ def _merge(out: Entries, options: SanitizeOptions, trace: Trace | None) -> None:
                 trace.record(key, Action.ADDED, Stage.EXTRA, reason, set_origin, note, value=value)
         put_layer(out, defaults, fold)
     put_layer(out, options.surface_set, fold, record_set)
-    unforced = {k: v for k, v in _extra(options, trace).items() if not _is_forced(k.upper())}
+    unforced = {k: v for k, v in _extra(options, trace).items() if not is_forced(k.upper())}
     put_layer(out, unforced, fold, record_extra)  # forced keys are unwrapped at (f)
     put_layer(out, options.pinned, fold, record_pinned)
 
@@ -238,7 +238,7 @@ def _extra(options: SanitizeOptions, trace: Trace | None) -> Mapping[str, str]:
     """The caller's ``extra`` without the injection vectors it may not add (refusals recorded)."""
     if options.refuse is None:
         return options.extra
-    return _refused(options.extra, options.refuse, Stage.EXTRA, trace)
+    return without_refused(options.extra, options.refuse, Stage.EXTRA, trace)
 
 
 def _strip_tiers(
@@ -254,7 +254,7 @@ def _strip_tiers(
         if idx in granted:
             if trace is not None:
                 reason = Reason.SERVER_GRANT
-                trace.record(key, Action.KEPT, Stage.SANITIZE, reason, _CALLER, value=value)
+                trace.record(key, Action.KEPT, Stage.SANITIZE, reason, CALLER_ORIGIN, value=value)
             continue
         if decl.tier is Tier.TIER2 and inherit:
             if trace is not None:
@@ -285,7 +285,7 @@ def _resolve_passthrough(
             continue  # an empty name is ignored
         up = norm(name)
         decl = options.declaration(policy, up)
-        if decl is not None or _is_forced(up):
+        if decl is not None or is_forced(up):
             if trace is not None:
                 reason = Reason.PASSTHROUGH_REFUSED
                 origin = None if decl is None else decl.origin
@@ -308,7 +308,9 @@ def _resolve_passthrough(
             for key, value in found:
                 if trace is not None:
                     reason = Reason.PASSTHROUGH
-                    trace.record(key, Action.ADDED, Stage.SANITIZE, reason, _CALLER, value=value)
+                    trace.record(
+                        key, Action.ADDED, Stage.SANITIZE, reason, CALLER_ORIGIN, value=value
+                    )
                 out[index(key, fold)] = (key, value)
         else:
             for idx in spellings(out, up, fold):
@@ -327,14 +329,14 @@ def _unwrap_forced(
     """
     handed: list[str] = []
     for key, value in _extra(options, None).items():
-        if not _is_forced(key.upper()):
+        if not is_forced(key.upper()):
             continue
         target = key[len(FORCE_PREFIX) :]
         if not target:
             continue
         up = target.upper()
         decl = options.declaration(policy, up)
-        if _is_forced(up) or (decl is not None and decl.tier is Tier.TIER1):
+        if is_forced(up) or (decl is not None and decl.tier is Tier.TIER1):
             if trace is not None:
                 reason = Reason.FORCE_REFUSED
                 origin = None if decl is None else decl.origin
@@ -342,7 +344,9 @@ def _unwrap_forced(
             remove_spellings(out, (up,), options.fold)
             continue
         if trace is not None:
-            trace.record(target, Action.ADDED, Stage.SANITIZE, Reason.FORCED, _CALLER, value=value)
+            trace.record(
+                target, Action.ADDED, Stage.SANITIZE, Reason.FORCED, CALLER_ORIGIN, value=value
+            )
         remove_spellings(out, (up,), options.fold)
         out[index(target, options.fold)] = (target, value)
         handed.append(up)

@@ -21,7 +21,8 @@ from envscope.policy._declarations import Declaration, OriginKind, norm
 from envscope.policy.surfaces import BaseFilter, Surface, SurfacePolicy, mcp_allowlist
 
 if TYPE_CHECKING:
-    from envscope.pipeline._binding import Binding, BuildMemo
+    from envscope.pipeline._binding import Binding
+    from envscope.pipeline._memo import BuildMemo, MemoKey
     from envscope.pipeline._residue_rule import ResidueRule
     from envscope.policy._declarations import Origin
     from envscope.policy._secret_policy import SecretPolicy
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 __all__ = [
     "BuildRequest",
     "BuildSettings",
-    "MemoKey",
     "build_child",
     "own_values",
     "remembered",
@@ -88,12 +88,6 @@ class BuildRequest:
 
     def __repr__(self) -> str:
         return f"BuildRequest(target={self.target!r}, surface={self.surface.value!r})"
-
-
-MemoKey = tuple[tuple[object, ...], tuple[object, ...], tuple[object, ...]]
-"""Where a build sits in the memo: its shape, the objects it read (compared by
-identity), the maps it read (compared by value). A plain tuple: built on every
-spawn, before the memo is asked."""
 
 
 def remembered(memo: BuildMemo, key: MemoKey, trace: Trace | None) -> dict[str, str] | None:
@@ -258,17 +252,33 @@ def run_build(request: BuildRequest, trace: Trace | None) -> dict[str, str]:
     child = sanitize(entries, request.policy, options, trace=trace)
     stages.validate_block(child, max_total_bytes=settings.max_env_bytes, trace=trace)
     if trace is not None:
-        from envscope.audit._findings import finish_trace  # loads re: only a traced build
-
-        finish_trace(
-            trace,
-            child,
-            global_names=settings.global_names,
-            catalog=settings.catalog,
-            policy=request.policy,
-            home=request.target,
-            surface=request.surface,
-            routed=request.routed,
-            known_safe=settings.known_safe,
-        )
+        _finish_trace(trace, child, request)
     return child
+
+
+def _finish_trace(trace: Trace, child: Mapping[str, str], request: BuildRequest) -> None:
+    """Close a traced build: ``kept`` for every untouched key, the warnings and the context."""
+    from envscope.audit._findings import (  # loads re: only a traced build
+        find_credential_names,
+        find_credential_values,
+    )
+
+    settings, policy, ctx = request.settings, request.policy, trace.context
+    for key in trace.record_untouched(child, settings.global_names):
+        # A global name (TMPDIR is on glibc's list) is an ordinary process-wide setting.
+        if settings.catalog.is_injection_vector(key) and key.upper() not in settings.global_names:
+            ctx.warnings.append(
+                f"{key}: the launch env carries a name that changes how a child's "
+                "loader, shell or interpreter starts (kept: it was not introduced)"
+            )
+    for finding in find_credential_values(child, policy=policy):
+        ctx.warnings.append(
+            f"{finding.key}: the value looks like a {finding.kind} but no rule declares "
+            "the name (kept; declare it in the catalog or a manifest if it is a secret)"
+        )
+    known_safe = settings.known_safe
+    for name_finding in find_credential_names(child, policy=policy, known_safe=known_safe):
+        ctx.warnings.append(str(name_finding))
+    ctx.home, ctx.surface, ctx.routed = request.target, request.surface.value, request.routed
+    ctx.complete, ctx.problems = policy.complete, policy.problems
+    ctx.child_keys = tuple(child)

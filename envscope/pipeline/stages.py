@@ -27,12 +27,14 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Mapping, Sequence
 
 __all__ = [
+    "CALLER_ORIGIN",
     "FORCE_PREFIX",
     "MAX_VALUE_BYTES",
     "Entries",
     "apply_managed",
     "from_entries",
     "index",
+    "is_forced",
     "overlay_scope",
     "put_layer",
     "remove_spellings",
@@ -40,12 +42,13 @@ __all__ = [
     "strip_residue",
     "to_entries",
     "validate_block",
+    "without_refused",
 ]
 
 FORCE_PREFIX = "_ENVSCOPE_FORCE_"
 Entries = dict[str, tuple[str, str]]
 
-_CALLER = Origin(OriginKind.CALLER, "extra")
+CALLER_ORIGIN = Origin(OriginKind.CALLER, "extra")  # where a caller's extra comes from
 MAX_VALUE_BYTES = 128 * 1024  # Linux MAX_ARG_STRLEN: one "KEY=value" string
 
 
@@ -200,7 +203,7 @@ def overlay_scope(
     """
     origin = Origin(OriginKind.SCOPE, home or "routed scope")
     if refuse is not None:
-        scope = _refused(scope, refuse, Stage.OVERLAY, trace)
+        scope = without_refused(scope, refuse, Stage.OVERLAY, trace)
     reason = Reason.SCOPE_VALUE
     return _overlay(entries, scope, Stage.OVERLAY, reason, origins, origin, trace, fold)
 
@@ -219,18 +222,19 @@ def apply_managed(
     return _overlay(entries, managed, Stage.MANAGED, reason, None, origin, trace, fold)
 
 
-def _is_forced(up: str) -> bool:
+def is_forced(up: str) -> bool:
+    """True for an upper-cased name that carries the force prefix."""
     return up.startswith(FORCE_PREFIX)
 
 
-def _refused(
+def without_refused(
     values: Mapping[str, str], refuse: Callable[[str], bool], stage: Stage, trace: Trace | None
 ) -> Mapping[str, str]:
     """``values`` without the keys ``refuse`` names (each refusal recorded)."""
     bad = [
         k
         for k in values
-        if refuse(k[len(FORCE_PREFIX) :].upper() if _is_forced(k.upper()) else k.upper())
+        if refuse(k[len(FORCE_PREFIX) :].upper() if is_forced(k.upper()) else k.upper())
     ]
     if not bad:
         return values

@@ -33,8 +33,8 @@ from envscope.policy.catalog import (
     CatalogCategory,
     CatalogEntry,
     CatalogPattern,
-    _stricter,
     strict_first,
+    stricter,
 )
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ def build_catalog(doc: Any, source: str) -> Catalog:
     def declare(name: str, tier: Tier, detail: str) -> None:
         key = norm(name)
         decl = Declaration(key, tier, Origin(OriginKind.CATALOG, detail, path=source))
-        names[key] = _stricter(names[key], decl) if key in names else decl
+        names[key] = stricter(names[key], decl) if key in names else decl
 
     def pattern(glob: str, tier: Tier, detail: str) -> None:
         origin = Origin(OriginKind.CATALOG_PATTERN, detail, path=source)

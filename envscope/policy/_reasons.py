@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["Action", "Reason", "Stage"]
+__all__ = ["RESIDUE_REASONS", "SECRET_REASONS", "Action", "Reason", "Stage"]
 
 
 class Action(enum.Enum):
@@ -114,7 +114,7 @@ _SENTENCES: dict[Reason, str] = {
 }
 
 # How Trace.summary() groups the reasons a key was removed.
-_SECRET_REASONS = frozenset(
+SECRET_REASONS = frozenset(
     {
         Reason.TIER1,
         Reason.TIER2,
@@ -125,4 +125,4 @@ _SECRET_REASONS = frozenset(
         Reason.INJECTION_VECTOR,
     }
 )
-_RESIDUE_REASONS = frozenset({Reason.LAUNCH_RESIDUE, Reason.LAUNCH_GATE})
+RESIDUE_REASONS = frozenset({Reason.LAUNCH_RESIDUE, Reason.LAUNCH_GATE})

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-__all__ = ["Catalog", "CatalogCategory", "CatalogEntry", "CatalogPattern"]
+__all__ = ["Catalog", "CatalogCategory", "CatalogEntry", "CatalogPattern", "stricter"]
 
 DEFAULT_CATALOG_NAME = "envscope/policy/data/catalog.yaml"
 MAX_CATALOG_BYTES = 256 * 1024
@@ -79,7 +79,7 @@ class CatalogCategory:
     entries: tuple[CatalogEntry, ...]
 
 
-def _stricter(a: Declaration, b: Declaration) -> Declaration:
+def stricter(a: Declaration, b: Declaration) -> Declaration:
     """Of two declarations of one name, the one with the stricter tier (first on a tie)."""
     return b if b.tier.value < a.tier.value else a
 
@@ -213,7 +213,7 @@ class Catalog:
         """A catalog declaring everything both declare (the stricter tier wins per name)."""
         names = dict(self.names)
         for key, decl in other.names.items():
-            names[key] = _stricter(names[key], decl) if key in names else decl
+            names[key] = stricter(names[key], decl) if key in names else decl
         return Catalog(
             names=MappingProxyType(names),
             patterns=strict_first(self.patterns + other.patterns),

@@ -1,0 +1,90 @@
+"""``BuildMemo``: the last child env built per shape of build, and ``same_objects``.
+
+A warm spawn repeats the same build: the same parent env, the same bound
+home, the same policy (proven unchanged by the manifest stamp that every
+build still checks), the same options. ``BuildMemo`` remembers the last
+child env built for each *shape* of build (surface and flags) and hands back
+a copy when every input is the same again:
+
+- by identity (``same_objects``), the objects a build derives from that are
+  immutable once made: the bound home's policy (a new object whenever a
+  manifest or the adapter census changes), the binding itself (scope and
+  residue), the managed values and the residue keep-set;
+- by equality, what the caller passes per build: the env snapshot, the
+  ``extra`` values and, for MCP children, the secret-source-supplied names.
+
+Anything else differs and the build runs in full. A traced build is its own
+shape: the memo keeps its decisions too (a ``trace.Recording``) and replays
+them into the caller's trace, fingerprinted with that trace's function. A
+routed build with no binding never uses the memo (its residue is re-read per
+build). A ``Binding`` holds one memo; a host holds one for unbound builds.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable, Sequence
+
+    from envscope.audit.trace import Recording
+
+__all__ = ["BuildMemo", "MemoKey", "same_objects"]
+
+MemoKey = tuple[tuple[object, ...], tuple[object, ...], tuple[object, ...]]
+"""Where a build sits in the memo: its shape, the objects it read (compared by
+identity), the maps it read (compared by value). A plain tuple: built on every
+spawn, before the memo is asked."""
+
+
+def same_objects(old: Sequence[object], new: Sequence[object]) -> bool:
+    """True when two sequences hold the very same objects, in order (``is``, not ``==``)."""
+    return len(old) == len(new) and all(map(operator.is_, old, new))  # C-level: per build
+
+
+@dataclass(frozen=True, slots=True, repr=False)  # holds the child env: no generated repr
+class _Built:
+    """One remembered build: what it depended on, the child env, a traced build's decisions."""
+
+    same: tuple[object, ...]
+    equal: tuple[object, ...]
+    child: dict[str, str]
+    recording: Recording | None
+
+
+class BuildMemo:
+    """The last child env per build shape; thread-safe (each read and write is one dict op)."""
+
+    MAX_SHAPES = 16  # surfaces x flags a host really uses; more and the memo starts over
+
+    __slots__ = ("_built",)
+
+    def __init__(self) -> None:
+        self._built: dict[Hashable, _Built] = {}
+
+    def get(
+        self, shape: Hashable, same: tuple[object, ...], equal: tuple[object, ...]
+    ) -> tuple[dict[str, str], Recording | None] | None:
+        """A copy of the child built for ``shape`` from these very inputs (and its decisions)."""
+        built = self._built.get(shape)
+        if built is None or not same_objects(built.same, same) or built.equal != equal:
+            return None
+        return dict(built.child), built.recording
+
+    def put(
+        self,
+        shape: Hashable,
+        same: tuple[object, ...],
+        equal: tuple[object, ...],
+        child: dict[str, str],
+        recording: Recording | None = None,
+    ) -> None:
+        """Remember a private copy of the child built for ``shape`` from these inputs."""
+        if len(self._built) >= self.MAX_SHAPES and shape not in self._built:
+            self._built.clear()
+        self._built[shape] = _Built(same, equal, dict(child), recording)
+
+    def __len__(self) -> int:
+        return len(self._built)
