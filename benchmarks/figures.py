@@ -97,14 +97,7 @@ def os_environ_figure(cfg: Config, catalog: Catalog, w1: Workload) -> Figure:
     os.environ.clear()
     os.environ.update(w1.environ)
     try:
-        host = Host(
-            w1.launch,
-            catalog=catalog,
-            managed_env_file=w1.managed,
-            bundled_plugins=w1.bundled,
-            multiplex=w1.multiplex,
-        )
-        host.load_launch_env()
+        host = w1.host(catalog, on_os_environ=True)
         home = w1.profiles[0]
         floor = floor_for(host, w1, home)
         base = dict(w1.environ)

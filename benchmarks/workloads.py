@@ -94,14 +94,20 @@ class Workload:
     declared: frozenset[str] = field(default_factory=frozenset)
     """Upper-cased env names the routed policy of ``profiles[0]`` declares (by construction)."""
 
-    def host(self, catalog: Catalog, fs: FileSystem | None = None) -> Host:
-        """A host over this workload, its launch env loaded (environ is a private copy)."""
+    def host(
+        self, catalog: Catalog, fs: FileSystem | None = None, *, on_os_environ: bool = False
+    ) -> Host:
+        """A host over this workload, its launch env loaded.
+
+        Its environ is a private copy of the workload's, or with ``on_os_environ``
+        the process's own ``os.environ`` (the caller puts the workload's env there).
+        """
         host = Host(
             self.launch,
             catalog=catalog,
             managed_env_file=self.managed,
             bundled_plugins=self.bundled,
-            environ=dict(self.environ),
+            environ=None if on_os_environ else dict(self.environ),
             multiplex=self.multiplex,
             fs=fs,
         )

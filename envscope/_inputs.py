@@ -184,15 +184,14 @@ class EnvironCopies:
         self._last: tuple[dict[object, object], dict[str, str]] | None = None
 
     def copy(self, environ: Mapping[str, str]) -> dict[str, str]:
-        """``dict(environ)`` for ``os.environ`` (or any ``os._Environ``); other mappings copied."""
+        """``dict(environ)`` for ``os.environ`` (any ``os._Environ``); other mappings copied."""
         encoded = getattr(environ, "_data", None)
-        decode_key = getattr(environ, "decodekey", None)
-        decode_value = getattr(environ, "decodevalue", None)
-        if type(encoded) is not dict or decode_key is None or decode_value is None:
+        if not isinstance(environ, os._Environ) or type(encoded) is not dict:
             return _copy_live(environ)  # not CPython's os._Environ: read it the plain way
         raw = encoded.copy()  # one consistent copy: another thread's write is before or after
         last = self._last
         if last is None or last[0] != raw:
+            decode_key, decode_value = environ.decodekey, environ.decodevalue
             last = (raw, {decode_key(k): decode_value(v) for k, v in raw.items()})
             self._last = last  # one assignment: a racing thread sees the old pair or this one
         return last[1].copy()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given, settings
@@ -106,10 +106,21 @@ def test_each_copy_is_the_callers_own() -> None:
     assert dict(environ) == {"A": "1"}
 
 
+class _LookAlike(dict[str, str]):
+    """A mapping with ``os._Environ``'s attribute names whose store says something else."""
+
+    _data: ClassVar[dict[bytes, bytes]] = {b"STALE": b"x"}
+
+    def decodekey(self, value: bytes) -> str:
+        return value.decode()
+
+    decodevalue = decodekey
+
+
 @pytest.mark.parametrize(
     "mapping",
-    [{"A": "1"}, {}, type("Other", (dict,), {})(A="1")],
-    ids=["dict", "empty", "dict-subclass"],
+    [{"A": "1"}, {}, type("Other", (dict,), {})(A="1"), _LookAlike(A="1")],
+    ids=["dict", "empty", "dict-subclass", "look-alike"],
 )
 def test_a_mapping_that_is_not_os_environ_is_copied_plainly(mapping: dict[str, str]) -> None:
     """Anything without ``os._Environ``'s encoded store is read through its mapping interface."""
