@@ -6,9 +6,10 @@ and never removed (audit hooks cannot be). The hook reads a switch:
 
 For the events that start a process (``subprocess.Popen``, ``os.system``,
 ``os.exec``, ``os.posix_spawn``, ``os.spawn``, ``os.startfile``) the hook
-checks the child's env (the explicit ``env``, else ``os.environ``) against
-``Host.guard_rule()`` of the spawning context. ``raise`` aborts the spawn
-with ``SpawnBlockedError``; ``warn`` logs once per call site through the
+checks the child's env (the explicit ``env``, else the process env) against
+``Host.secret_rule()`` of the spawning context, the one rule the factory
+applies. ``raise`` aborts the spawn with ``SpawnBlockedError``; ``warn`` logs
+once per call site through the
 logger ``envscope.guard``. Every other audit event (``open``, ``import``,
 …) costs one set lookup of the event name: the hook looks at nothing else.
 """
@@ -21,6 +22,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
+from envscope._inputs import snapshot_env
 from envscope.errors import ConfigurationError, SpawnBlockedError
 
 if TYPE_CHECKING:
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 
     from envscope.host import Host
 
-__all__ = ["SPAWN_EVENTS", "guard"]
+__all__ = ["SPAWN_EVENTS", "guard", "offences"]
 
 LOGGER = "envscope.guard"
 SPAWN_EVENTS = frozenset(
@@ -74,6 +76,9 @@ def _audit_hook(event: str, args: tuple[object, ...]) -> None:
 
 
 def _text(item: object) -> str | None:
+    """A key or value as the child gets it: text, bytes and ``os.PathLike`` decoded."""
+    if isinstance(item, os.PathLike):
+        item = os.fspath(item)
     if isinstance(item, str):
         return item
     if isinstance(item, bytes):
@@ -81,21 +86,67 @@ def _text(item: object) -> str | None:
     return None
 
 
+def _c_environ() -> dict[str, str]:
+    """The C environment an ``env=None`` child inherits (``os.putenv`` included), POSIX only."""
+    if os.name != "posix":  # pragma: no cover - Windows: os.environ is all the guard reads
+        return {}
+    import ctypes
+
+    try:
+        entries = ctypes.POINTER(ctypes.c_char_p).in_dll(ctypes.CDLL(None), "environ")
+    except (OSError, ValueError):  # pragma: no cover - a libc without an exported environ
+        return {}
+    out: dict[str, str] = {}
+    i = 0
+    while entries[i] is not None:
+        key, sep, value = os.fsdecode(entries[i]).partition("=")
+        if sep:
+            out.setdefault(key, value)
+        i += 1
+    return out
+
+
 def _env_of(event: str, args: tuple[object, ...]) -> tuple[Mapping[str, str], bool]:
-    """The env the child gets and whether it is inherited implicitly (``os.environ``)."""
+    """The env the child gets and whether it is inherited implicitly (the process env).
+
+    An inherited env is read as a snapshot of ``os.environ`` joined with the C
+    environment (what ``execve`` really passes: a value set with ``os.putenv``
+    is in it); an explicit one with its ``os.PathLike`` and bytes items decoded.
+    """
     index = _ENV_ARG.get(event)
     env = args[index] if index is not None and len(args) > index else None
     if env is None or env is os.environ or env is getattr(os, "environb", None):
-        return os.environ, True
+        return {**_c_environ(), **snapshot_env(os.environ, "os.environ")}, True
     items = getattr(env, "items", None)
     if items is None:
         return {}, False
     out: dict[str, str] = {}
-    for key, value in items():
+    for key, value in list(items()):
         k, v = _text(key), _text(value)
         if k is not None and v is not None:
             out[k] = v
     return out, False
+
+
+def offences(host: Host, env: Mapping[str, str], *, implicit: bool) -> list[str]:
+    """The keys of ``env`` that carry what a spawn in this context may not, sorted.
+
+    Asked of the context's ``SecretRule``: an explicit env may carry a Tier 2
+    credential (some child inherits credentials) and whatever a build handed
+    over as given; an inherited env may carry no declared name and no
+    secret value at all. Each entry is ``KEY`` or ``KEY (the value of NAME)``.
+    """
+    rule = host.secret_rule(inherit_credentials=not implicit)
+    found: list[str] = []
+    for key, value in env.items():
+        decl = rule.denies(key, value) if implicit else None
+        if decl is not None:
+            found.append(key)
+            continue
+        match = rule.find(value, own=rule.is_own(key, value))
+        if match is not None and (implicit or not host.admitted(key, value)):
+            found.append(rule.describe(key, match))
+    return sorted(found)
 
 
 def _is_library(filename: str) -> bool:
@@ -122,11 +173,10 @@ def _on_spawn(event: str, args: tuple[object, ...]) -> None:
     if active is None:
         return
     env, implicit = _env_of(event, args)
-    offences = active.host.guard_rule().offences(env, implicit=implicit)
-    if not offences:
+    keys = offences(active.host, env, implicit=implicit)
+    if not keys:
         return
     site = _call_site()
-    keys = [str(o) for o in offences]
     if active.mode == "raise":
         raise SpawnBlockedError(site, event, keys)
     with active.lock:

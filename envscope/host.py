@@ -13,6 +13,7 @@ import contextvars
 import os
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -27,19 +28,20 @@ from envscope._inputs import (
 )
 from envscope._launch import LaunchState
 from envscope.audit.trace import Trace
-from envscope.errors import ConfigurationError, RoutingError
+from envscope.errors import ConfigurationError, PassthroughRefusedError, RoutingError
 from envscope.pipeline import stages
 from envscope.pipeline._binding import Binding
-from envscope.pipeline._guard_rule import GuardRule
 from envscope.pipeline._memo import BuildMemo, MemoKey
 from envscope.pipeline._residue_rule import ResidueRule
 from envscope.pipeline.build import (
     BuildRequest,
     BuildSettings,
     build_child,
-    own_values,
+    parent_env,
     remembered,
+    secret_rule,
 )
+from envscope.pipeline.secret_rule import SecretRule
 from envscope.policy._declarations import HomeDeclarations, Origin, OriginKind, norm
 from envscope.policy._secret_policy import AdapterCensus, SecretPolicy, build_policy
 from envscope.policy.surfaces import Surface, SurfacePolicy, surface_of
@@ -111,7 +113,7 @@ class Host:
         self._mcp_network_trust = mcp_network_trust  # the proxy/CA family reaches MCP children
         self._lock = threading.Lock()
         self._source_credentials: frozenset[str] = frozenset()
-        self._granted: set[tuple[str, str]] = set()  # (upper key, value) granted: the guard
+        self._admitted: frozenset[tuple[str, str]] = frozenset()  # handed over as given: the guard
         self._census = AdapterCensus()
         self._policies: dict[str, tuple[HomeDeclarations, int, SecretPolicy]] = {}
         self._manifests: ManifestCache | None = None
@@ -198,6 +200,8 @@ class Host:
         """Bind a target home (and its scope) to the current thread or task."""
         identity = home_identity(home)
         routed = self.multiplex or identity != self.launch_home
+        if routed and identity != self.launch_home and not os.path.isdir(identity):
+            raise RoutingError(f"{identity}: the routed home is not a directory (a typo?)")
         if not routed:
             binding = Binding(home=identity, routed=False)
         else:
@@ -317,30 +321,92 @@ class Host:
     ) -> dict[str, str]:
         """Build one child env: strip residue → overlay scope → managed keys → sanitise.
 
-        On the ``mcp`` surface ``extra`` is the server's env block, the
+        ``grant`` names keys of ``extra`` (exact spellings) this one child
+        receives as given, whatever their tier (a secret source's credential
+        never). On the ``mcp`` surface ``extra`` is the server's env block, the
         operator's grant to that one server: its names pass as configured,
-        except a value that is a secret the host holds (unless the key is in
-        ``grant``), an injection vector, or an exported shell function.
+        except a value that holds a secret the host holds (unless the key is
+        in ``grant``), an injection vector, or an exported shell function.
+        """
+        request = self._request(
+            base,
+            surface=surface,
+            extra=extra,
+            inherit_credentials=inherit_credentials,
+            strip_launch_profile=strip_launch_profile,
+            passthrough=passthrough,
+            grant=grant,
+            scrub=scrub,
+        )
+        if isinstance(request, dict):  # scrub=False: the base and the extras, as given
+            if trace is not None:
+                given = self.environ_snapshot() if base is None else base
+                _trace_unscrubbed(trace, given, extra, request)
+            return request
+        memo: BuildMemo | None = None if request.binding is None else request.binding.memo
+        if request.binding is None:
+            memo = None if request.routed else self._memo  # unbound multiplex: residue re-read
+        key: MemoKey | None = None
+        if memo is not None:
+            launch = self._launch
+            shape = (
+                request.surface,
+                inherit_credentials,
+                strip_launch_profile,
+                tuple(request.passthrough),
+                tuple(request.extras.items()),  # each MCP server's env block is its own shape
+                request.granted,
+                trace is not None,  # a traced build keeps its decisions too
+            )
+            same = (request.policy, launch.managed_values, launch.keep(), launch.launch_values)
+            equal = (request.snapshot, request.supplied, None if base is None else request.process)
+            key = (shape, same, equal)
+            child = remembered(memo, key, trace)
+            if child is not None:
+                return child
+        if request.routed and strip_launch_profile:
+            request = replace(request, residue_rule=self._residue_rule(request))
+        child = build_child(memo, key, trace, request)
+        self._admit(request, child)
+        return child
+
+    def _request(
+        self,
+        base: Mapping[str, str] | None,
+        *,
+        surface: Surface | str,
+        extra: Mapping[str, object] | None,
+        inherit_credentials: bool,
+        strip_launch_profile: bool = True,
+        passthrough: Sequence[str] = (),
+        grant: Sequence[str] = (),
+        scrub: bool = True,
+    ) -> BuildRequest | dict[str, str]:
+        """The caller's arguments checked, and what this context's build reads.
+
+        ``scrub=False`` returns the base with the extras over it (forced keys
+        never unwrapped, none passed: dropped).
         """
         surface = surface_of(surface)
         passthrough = name_list(passthrough, "passthrough", allow_empty=True)
-        granted = frozenset(map(norm, name_list(grant, "grant")))
-        if granted and surface is not Surface.MCP:
-            raise ConfigurationError("grant: only the mcp surface takes a server's env block grant")
-        if granted:  # the runtime guard lets these values pass (docs/guard.md)
-            with self._lock:
-                self._granted.update(
-                    (norm(k), v) for k, v in coerce_extra(extra).items() if norm(k) in granted
-                )
-        if base is None:
-            snapshot = process = snapshot_env(self._environ, "environ")
-        else:
-            snapshot = snapshot_env(base)
-            # The process env too: the alias rule knows its secrets whatever the base holds.
-            process = snapshot_env(self._environ, "environ")
+        granted = frozenset(name_list(grant, "grant"))
         extras = coerce_extra(extra)
+        missing = sorted(granted - set(extras))
+        if missing:
+            raise PassthroughRefusedError(
+                missing[0], "grant names a key that extra does not hold (it can never pass)"
+            )
+        for key in granted:
+            if norm(key) in self._source_credentials:
+                raise PassthroughRefusedError(
+                    key, "grant refused: a secret source's credential is never grantable"
+                )
+        process = snapshot_env(self._environ, "environ")
+        snapshot = process if base is None else snapshot_env(base)
         if not scrub:
-            return {**snapshot, **extras}
+            return {
+                k: v for k, v in {**snapshot, **extras}.items() if not stages.is_forced(k.upper())
+            }
         binding = self._binding.get()
         if binding is None and self.multiplex and surface.needs_routed_home:
             raise RoutingError(
@@ -349,34 +415,8 @@ class Host:
             )
         target = self.launch_home if binding is None else binding.home
         routed = self.multiplex if binding is None else binding.routed
-        policy = self._policy_of(target)  # the manifest stamp: checked on every build
-        supplied = self._supplied(binding) if surface.is_allowlist else None
-        memo: BuildMemo | None = self._memo if binding is None else binding.memo
-        if binding is None and routed:
-            memo = None  # the launch residue is re-read per build: nothing to compare
         launch = self._launch
-        key: MemoKey | None = None
-        if memo is not None:
-            shape = (
-                surface,
-                inherit_credentials,
-                strip_launch_profile,
-                tuple(passthrough),
-                tuple(extras.items()),  # each MCP server's env block is its own shape
-                granted,
-                trace is not None,  # a traced build keeps its decisions too
-            )
-            same = (policy, launch.managed_values, launch.keep(), launch.launch_values)
-            key = (shape, same, (snapshot, supplied, None if base is None else process))
-            child = remembered(memo, key, trace)
-            if child is not None:
-                return child
-        launch_policy = rule = None
-        if routed:
-            launch_policy = self._launch_policy(binding)
-            if strip_launch_profile:
-                rule = self._residue_rule(binding, policy, launch_policy)
-        request = BuildRequest(
+        return BuildRequest(
             settings=self._settings(),
             snapshot=snapshot,
             process=process,
@@ -384,19 +424,32 @@ class Host:
             binding=binding,
             target=target,
             routed=routed,
-            policy=policy,
-            launch_policy=launch_policy,
-            residue_rule=rule,
+            policy=self._policy_of(target),  # the manifest stamp: checked on every build
+            launch_policy=self._launch_policy(binding) if routed else None,
+            residue_rule=None,
             managed=launch.managed() if routed else (launch.managed_values or {}),
             launch_values=launch.launch_values,
-            supplied=supplied,
+            supplied=self._supplied(binding) if surface.is_allowlist else None,
             surface=surface,
             inherit_credentials=inherit_credentials,
             passthrough=passthrough,
             granted=granted,
             ungrantable=self._source_credentials,
         )
-        return build_child(memo, key, trace, request)
+
+    def _admit(self, request: BuildRequest, child: Mapping[str, str]) -> None:
+        """Tell the runtime guard the (key, value) pairs this build handed over as given.
+
+        A granted key, or an MCP server's block entry, that the child holds with
+        the caller's value: the guard passes it under that key in an explicit env.
+        """
+        keys = request.granted
+        if request.surface is Surface.MCP:
+            keys = keys | set(request.extras)
+        admitted = {(k, request.extras[k]) for k in keys if child.get(k) == request.extras[k]}
+        if admitted - self._admitted:
+            with self._lock:
+                self._admitted |= admitted
 
     def _supplied(self, binding: Binding | None) -> frozenset[str]:
         """Names a secret source supplied, at launch and (routed) for the bound home."""
@@ -427,15 +480,14 @@ class Host:
             return binding.launch_policy
         return self._policy_of(self.launch_home)
 
-    def _residue_rule(
-        self, binding: Binding | None, policy: SecretPolicy, launch_policy: SecretPolicy
-    ) -> ResidueRule:
+    def _residue_rule(self, request: BuildRequest) -> ResidueRule:
         """Stage 1's rule: the launch residue, the names kept, the policies that declare."""
-        policies = (policy,) if launch_policy is policy else (policy, launch_policy)
+        policy, launch_policy = request.policy, request.launch_policy
+        policies = (policy,) if launch_policy in (None, policy) else (policy, launch_policy)
         keep = self._launch.keep()
-        if binding is None:  # unbound multiplex: the residue is re-read per build
+        if request.binding is None:  # unbound multiplex: the residue is re-read per build
             return ResidueRule(self.launch_residue(), keep, policies)
-        return binding.residue_rule(keep, policies)
+        return request.binding.residue_rule(keep, policies)
 
     def _key(self) -> bytes:
         key = self._fingerprint_key
@@ -462,30 +514,60 @@ class Host:
         """Upper-cased residue names right now (recorded keys, launch .env keys, supplied names)."""
         return self._launch.residue()[0]
 
-    def guard_rule(self) -> GuardRule:
-        """What a spawn in this context may not carry: the runtime guard's rule (docs/guard.md)."""
-        binding = self._binding.get()
-        target = self.launch_home if binding is None else binding.home
-        routed = self.multiplex if binding is None else binding.routed
-        policy = self._policy_of(target)
-        launch_policy = self._policy_of(self.launch_home) if routed else None
-        with self._lock:
-            granted = frozenset(self._granted)
-        return GuardRule(
-            policy,
-            None if launch_policy is policy else launch_policy,
-            host_values=(
-                snapshot_env(self._environ, "environ"),
-                self._launch.launch_values,
-                self._launch.managed_values or {},
-            ),
-            scope={} if binding is None else binding.scope,
-            own=own_values(binding) if routed else {},
-            granted=granted,
+    def secret_rule(
+        self,
+        *,
+        surface: Surface | str = Surface.TERMINAL,
+        inherit_credentials: bool = False,
+        extra: Mapping[str, object] | None = None,
+    ) -> SecretRule:
+        """The one secret rule of a build in this context (the guard, the CLI, testing ask it).
+
+        The same rule ``build_subprocess_env`` applies for these arguments: which
+        names are declared for the child, which values are secrets it may not get.
+        """
+        request = self._request(
+            None, surface=surface, extra=extra, inherit_credentials=inherit_credentials
         )
+        assert not isinstance(request, dict)  # scrub is on
+        return secret_rule(request)
+
+    def parent_env(self) -> dict[str, str]:
+        """The env a build in this context starts from: stages 1-3 over the process env.
+
+        Under ``routed(home)``: the launch residue stripped, the home's scope and
+        the managed keys over it; else a copy of the process env.
+        """
+        request = self._request(
+            None, surface=Surface.TERMINAL, extra=None, inherit_credentials=False
+        )
+        assert not isinstance(request, dict)
+        if request.routed:
+            request = replace(request, residue_rule=self._residue_rule(request))
+        return parent_env(request)
+
+    def admitted(self, key: str, value: str) -> bool:
+        """True when a build handed ``key=value`` over as given (a grant, an MCP block entry)."""
+        return (key, value) in self._admitted
 
     def explain(self, base: Mapping[str, str] | None = None, **kwargs: object) -> Trace:
         """Run a build with a fresh, fingerprinting trace and return the trace."""
         trace = Trace(fingerprint=self.fingerprint)
-        self.build_subprocess_env(base, trace=trace, **kwargs)  # type: ignore[arg-type]
+        self.build_subprocess_env(base, trace=trace, **kwargs)
         return trace
+
+
+def _trace_unscrubbed(
+    trace: Trace,
+    base: Mapping[str, str],
+    extra: Mapping[str, object] | None,
+    child: Mapping[str, str],
+) -> None:
+    """``scrub=False``: every key kept unscrubbed, every force-prefixed key dropped."""
+    from envscope.audit.trace import Action, Reason, Stage
+
+    for key in dict.fromkeys([*base, *(extra or {})]):
+        if key in child:
+            trace.record(key, Action.KEPT, Stage.SANITIZE, Reason.UNSCRUBBED, value=child[key])
+        else:
+            trace.record(key, Action.STRIPPED, Stage.SANITIZE, Reason.FORCE_PREFIX_IN_BASE)

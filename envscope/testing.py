@@ -38,7 +38,6 @@ import pytest
 from envscope.host import Host
 from envscope.pipeline.stages import FORCE_PREFIX
 from envscope.policy._declarations import Tier, norm
-from envscope.policy._secret_policy import SecretPolicy
 
 __all__ = [
     "LAUNCH",
@@ -208,45 +207,6 @@ def host_factory(tmp_path: Path) -> HostFactory:
     return make
 
 
-MIN_ALIAS_CHARS = 8
-"""Values shorter than this are never reported as copies of a secret (as the alias rule)."""
-
-
-def _leak(key: str, tier: Tier | None, inherit_credentials: bool) -> str | None:
-    """Why ``key`` must not be in a child env, or None."""
-    if norm(key).startswith(FORCE_PREFIX):
-        return "force prefix not unwrapped"
-    if tier is Tier.TIER1:
-        return "Tier 1"
-    if tier is Tier.TIER2 and not inherit_credentials:
-        return "Tier 2, child does not inherit credentials"
-    return None
-
-
-def _strictest(key: str, policies: list[SecretPolicy], inherit_credentials: bool) -> str | None:
-    """The first reason any consulted policy forbids ``key``, or None."""
-    for policy in policies:
-        why = _leak(key, policy.tier_of(key), inherit_credentials)
-        if why is not None:
-            return why
-    return None
-
-
-def _known_secrets(
-    host: Host, policies: list[SecretPolicy], inherit_credentials: bool
-) -> dict[str, str]:
-    """Value → the name of a secret the host holds that this child may not receive."""
-    held: dict[str, str] = dict(host._environ)  # the process env, launch loads included
-    binding = host._binding.get()
-    if binding is not None:
-        held.update(binding.scope)
-    known: dict[str, str] = {}
-    for name, value in sorted(held.items()):
-        if len(value) >= MIN_ALIAS_CHARS and _strictest(name, policies, inherit_credentials):
-            known.setdefault(value, name)
-    return known
-
-
 def assert_no_secrets(
     env: Mapping[str, str],
     *,
@@ -256,24 +216,42 @@ def assert_no_secrets(
 ) -> None:
     """Fail naming every key of ``env`` that holds what a child must not get (never a value).
 
-    Forbidden: a name that the policy of ``home`` (default: the bound home,
-    else the launch home) **or the launch home's policy** declares Tier 1, or
-    Tier 2 unless ``inherit_credentials``; any key still starting with
-    ``_ENVSCOPE_FORCE_``; and any key whose value (8+ characters) equals the
-    value of such a secret the host holds (its environ, launch loads, the bound
-    scope), under whatever name.
+    Asks the host's one secret rule (``Host.secret_rule``) for the context of
+    ``home`` (default: the bound home, else the launch home): a name the rule
+    denies this child (Tier 1, or Tier 2 unless ``inherit_credentials``; under
+    routing the launch home's policy too), any key still starting with
+    ``_ENVSCOPE_FORCE_``, and any key whose value is, or holds, a secret value
+    of 8 characters or more the rule knows (the host's environ, its launch
+    loads, popped or not, the managed values, the bound scope), under whatever
+    name. A key a build handed over as given (a grant, an MCP block entry) is
+    the caller's word, not a leak.
     """
     __tracebackhide__ = True
-    policies = [host.policy(home), host.policy(host.launch_home)]
-    known = _known_secrets(host, policies, inherit_credentials)
+    if home is None:
+        rule = host.secret_rule(inherit_credentials=inherit_credentials)
+    else:
+        with host.routed(home):
+            rule = host.secret_rule(inherit_credentials=inherit_credentials)
     leaks: list[str] = []
     for key in sorted(env):
-        why = _strictest(key, policies, inherit_credentials)
-        if why is None and env[key] in known and norm(known[env[key]]) != norm(key):
-            source = known[env[key]]
-            why = f"value of {source} ({_strictest(source, policies, inherit_credentials)})"
-        if why is not None:
+        value = env[key]
+        if norm(key).startswith(FORCE_PREFIX):
+            leaks.append(f"{key} (force prefix not unwrapped)")
+            continue
+        if host.admitted(key, value):
+            continue
+        decl = rule.denies(key, value)
+        if decl is not None:
+            why = (
+                "Tier 1"
+                if decl.tier is Tier.TIER1
+                else "Tier 2, child does not inherit credentials"
+            )
             leaks.append(f"{key} ({why})")
+            continue
+        match = rule.find(value, own=rule.is_own(key, value))
+        if match is not None:
+            leaks.append(f"{key} ({'value' if match.whole else 'holds the value'} of {match.name})")
     if leaks:
         count = f"{len(leaks)} {'key' if len(leaks) == 1 else 'keys'}"
         raise AssertionError(f"child env leaks {count}: {', '.join(leaks)}")

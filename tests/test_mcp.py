@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from envscope import Action, ConfigurationError, EnvValueError, Reason, StaticSource, Surface, Trace
+from envscope import (
+    Action,
+    EnvValueError,
+    PassthroughRefusedError,
+    Reason,
+    StaticSource,
+    Surface,
+    Trace,
+)
 from envscope.policy.surfaces import (
     MCP_SAFE_NAMES_POSIX,
     MCP_SAFE_NAMES_WINDOWS,
@@ -141,13 +149,15 @@ def test_mcp_env_block_copying_a_host_secret_is_refused_until_granted(
 
 
 def test_mcp_env_block_cannot_grant_a_secret_sources_credential(make_host: HostFactory) -> None:
-    """S54: a vault's bootstrap token never reaches a child, not even as a block literal."""
+    """S54/S60: a vault's bootstrap token never reaches a child; granting it is an error."""
     host = make_host()
     host.add_secret_source(StaticSource("vault", {}, credential_names=["VAULT_TOKEN"]))
     block = {"VAULT_TOKEN": "hvs.operator-literal-0000", "OTHER_TOKEN": "literal-000000"}
-    env = host.build_subprocess_env(surface=Surface.MCP, extra=block, grant=["VAULT_TOKEN"])
+    env = host.build_subprocess_env(surface=Surface.MCP, extra=block)
     assert "VAULT_TOKEN" not in env
     assert env["OTHER_TOKEN"] == "literal-000000"
+    with pytest.raises(PassthroughRefusedError, match="VAULT_TOKEN"):
+        host.build_subprocess_env(surface=Surface.MCP, extra=block, grant=["VAULT_TOKEN"])
 
 
 @pytest.mark.parametrize("name", ["LD_PRELOAD", "BASH_FUNC_ls%%", "DYLD_INSERT_LIBRARIES"])
@@ -165,10 +175,15 @@ def test_mcp_env_block_cannot_introduce_an_injection_vector(
 
 @pytest.mark.parametrize("surface", [s for s in Surface if s is not Surface.MCP])
 def test_other_surfaces_keep_the_extra_rule(make_host: HostFactory, surface: Surface) -> None:
-    """S52: on every other surface a Tier 1 name in extra is stripped; grant= is refused."""
-    env = make_host().build_subprocess_env(surface=surface, extra={"TELEGRAM_BOT_TOKEN": LITERAL})
+    """S52/S60: elsewhere a Tier 1 extra is stripped unless granted; a grant must name extra."""
+    extra = {"TELEGRAM_BOT_TOKEN": LITERAL}
+    env = make_host().build_subprocess_env(surface=surface, extra=extra)
     assert "TELEGRAM_BOT_TOKEN" not in env
-    with pytest.raises(ConfigurationError, match="grant"):
+    granted = make_host().build_subprocess_env(
+        surface=surface, extra=extra, grant=["TELEGRAM_BOT_TOKEN"]
+    )
+    assert granted["TELEGRAM_BOT_TOKEN"] == LITERAL
+    with pytest.raises(PassthroughRefusedError, match="grant"):
         make_host().build_subprocess_env(surface=surface, grant=["TELEGRAM_BOT_TOKEN"])
 
 

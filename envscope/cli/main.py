@@ -20,13 +20,13 @@ from typing import Any
 
 from envscope.audit import _report
 from envscope.audit._snapshot import MAX_SNAPSHOT_BYTES, parse_snapshot
-from envscope.audit.trace import Reason, Trace
+from envscope.audit.trace import Trace
 from envscope.cli.config import HostConfig, find_config, load_config
 from envscope.errors import EnvscopeError, SnapshotError
 from envscope.files._fs import RealFileSystem
 from envscope.host import Host
-from envscope.pipeline._aliases import MIN_ALIAS_LENGTH
-from envscope.policy._declarations import Problem, Tier
+from envscope.pipeline.secret_rule import SecretRule
+from envscope.policy._declarations import Problem
 from envscope.policy.surfaces import Surface
 
 __all__ = ["main"]
@@ -51,6 +51,7 @@ class Built:
     home: str
     trace: Trace
     values: dict[str, str]
+    rule: SecretRule  # the build's one secret rule: what --show-values masks
 
     def snapshot(self) -> dict[str, Any]:
         """The JSON snapshot of this build (keys, decisions, fingerprints)."""
@@ -129,8 +130,9 @@ def _build(config: HostConfig, home_arg: str | None, surface: str) -> Built:
     trace = Trace(fingerprint=host.fingerprint)
     with host.routed(home) as binding:
         child = host.build_subprocess_env(surface=Surface(surface), trace=trace)
+        rule = host.secret_rule(surface=Surface(surface))
     values = {**environ, **binding.scope, **child}
-    return Built(config, host, home, trace, values)
+    return Built(config, host, home, trace, values, rule)
 
 
 def _use_color(stream: Any) -> bool:
@@ -138,27 +140,20 @@ def _use_color(stream: Any) -> bool:
 
 
 def _masker(built: Built, snap: dict[str, Any]) -> Callable[[str], bool]:
-    """Whether ``--show-values`` must mask a key's value.
+    """Whether ``--show-values`` must mask a key's value: the build's secret rule says so.
 
-    Masked: a name that any policy the build consulted (the target's and the
-    launch home's) declares Tier 1, an ``alias-of`` row, and any key whose
-    value (8+ characters) equals the value of such a masked key.
+    Masked: a name the rule denies this child, and any key whose value is, or
+    holds, a secret value of the build (``Host.secret_rule``: the rule the
+    factory applied).
     """
-    policies = [built.host.policy(built.home), built.host.policy(built.host.launch_home)]
-    alias = Reason.ALIAS_OF.value
-
-    def declared_or_alias(key: str) -> bool:
-        info = snap["keys"].get(key)
-        if info is not None and info["reason"] == alias:
-            return True
-        return any(p.tier_of(key) is Tier.TIER1 for p in policies)
-
-    masked_values = {
-        v for k, v in built.values.items() if len(v) >= MIN_ALIAS_LENGTH and declared_or_alias(k)
-    }
+    del snap
+    rule = built.rule
 
     def must_mask(key: str) -> bool:
-        return declared_or_alias(key) or built.values.get(key) in masked_values
+        value = built.values.get(key)
+        if rule.denies(key, value) is not None:
+            return True
+        return value is not None and rule.find(value, own=rule.is_own(key, value)) is not None
 
     return must_mask
 

@@ -1,8 +1,8 @@
 """Pipeline: the four build stages and what they share.
 
 Owns stages 1-3 (``stages``: residue, overlay, managed), stage 4
-(``_sanitize``), alias detection (``_aliases``), the launch-residue rule
-(``_residue_rule``), the guard rule (``_guard_rule``), the build memo
+(``_sanitize``), the one secret rule every enforcer asks (``secret_rule``),
+the launch-residue rule (``_residue_rule``), the build memo
 (``_memo``), a routed home's binding (``_binding``) and one build over one
 request (``build``). Stages are pure: a mapping in, a new mapping out.
 

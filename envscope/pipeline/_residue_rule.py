@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from envscope.audit.trace import Reason
 from envscope.pipeline._memo import same_objects
+from envscope.pipeline.secret_rule import stricter_declaration
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -67,12 +68,13 @@ class ResidueRule:
             origins = self.residue_origins
             origin = None if origins is None else origins.get(up)
             return (Reason.LAUNCH_RESIDUE, origin)
-        for policy in self.policies:
-            decl = policy.declaration(up)
-            if decl is not None:
-                return (Reason.LAUNCH_CREDENTIAL, decl.origin)
-            if policy.is_gate(up):
-                return (Reason.LAUNCH_GATE, None)
+        decl = None
+        for policy in self.policies:  # declared for this child: the secret rule's stricter one
+            decl = stricter_declaration(decl, policy.declaration(up))
+        if decl is not None:
+            return (Reason.LAUNCH_CREDENTIAL, decl.origin)
+        if any(policy.is_gate(up) for policy in self.policies):
+            return (Reason.LAUNCH_GATE, None)
         return _KEEP
 
     def same_inputs(

@@ -3,7 +3,8 @@
 Merge the caller's explicit values, strip Tier 1 always and Tier 2 unless
 credentials are inherited (an MCP server's env block is the operator's
 grant), resolve passthrough names, unwrap force-prefixed extras (never to
-Tier 1), strip value aliases of secrets (``envscope.pipeline._aliases``) and, for MCP
+Tier 1), strip every value that is or holds a secret this child may not receive
+(the build's ``SecretRule`` answers both "declared?" and "secret?") and, for MCP
 children, exported shell functions; no force-prefixed key survives. Stages 1
 to 3 and the block check are in ``envscope.pipeline.stages``.
 """
@@ -14,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from envscope.audit.trace import Action, Reason, Stage
-from envscope.pipeline._aliases import SecretValues, strip_aliases
+from envscope.errors import ConfigurationError, PassthroughRefusedError
+from envscope.pipeline.secret_rule import Grade
 from envscope.pipeline.stages import (
     CALLER_ORIGIN,
     FORCE_PREFIX,
@@ -27,13 +29,13 @@ from envscope.pipeline.stages import (
     spellings,
     without_refused,
 )
-from envscope.policy._declarations import Declaration, Origin, OriginKind, Tier, norm
+from envscope.policy._declarations import Origin, OriginKind, Tier, norm
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
     from envscope.audit.trace import Trace
-    from envscope.policy._secret_policy import SecretPolicy
+    from envscope.pipeline.secret_rule import SecretRule
     from envscope.policy.surfaces import BaseFilter
 
 __all__ = ["SanitizeOptions", "sanitize"]
@@ -41,20 +43,20 @@ __all__ = ["SanitizeOptions", "sanitize"]
 
 @dataclass(frozen=True, slots=True, repr=False)
 class SanitizeOptions:
-    """What stage 4 needs besides the entries and the policy.
+    """What stage 4 needs besides the entries.
 
-    ``launch_policy`` is set under routing when the launch home's policy is
-    another object: a name it declares is as declared as the target's, for
-    everything but the routed profile's own values (``own``: upper-cased
-    name → the values its spellings hold). ``launch_env`` is the parent env before stage 1 (what the
-    process holds, every spelling), for telling a caller's genuine ``extra``
-    from a repeated launch value. ``secrets`` turns the value-alias rule on. ``fold`` says
-    whether names fold (Windows: the entries are indexed upper-cased and the
-    output holds one spelling per name) or not (POSIX: indexed as spelled).
+    ``rule`` is the build's ``SecretRule``: every "is this name declared" and
+    "is this value a secret" question of stage 4 is its. ``launch_env`` is the
+    parent env before stage 1 (what the process holds, every spelling), for
+    telling a caller's genuine ``extra`` from a repeated launch value.
+    ``grant`` holds the exact spellings of ``extra`` keys this child receives
+    as given. ``fold`` says whether names fold (Windows: the entries are
+    indexed upper-cased and the output holds one spelling per name) or not
+    (POSIX: indexed as spelled).
     """
 
+    rule: SecretRule
     extra: Mapping[str, str] = field(default_factory=dict)
-    inherit_credentials: bool = False
     passthrough: Sequence[str] = ()
     passthrough_source: Entries | None = None
     base_filter: BaseFilter | None = None
@@ -62,81 +64,44 @@ class SanitizeOptions:
     pinned: Mapping[str, str] = field(default_factory=dict)
     surface_set: Mapping[str, str] = field(default_factory=dict)
     refuse: Callable[[str], bool] | None = None  # injection vectors extras/passthrough may not add
-    launch_policy: SecretPolicy | None = None
-    own: Mapping[str, frozenset[str]] = field(default_factory=dict)
     launch_env: Entries = field(default_factory=dict)
-    secrets: SecretValues | None = None
+    strip_secret_values: bool = True
     # On the mcp surface ``extra`` is the server's env block: the operator's grant.
-    extra_is_grant: bool = False
-    grant: frozenset[str] = frozenset()  # upper-cased block keys whose host-secret value passes
-    ungrantable: frozenset[str] = frozenset()  # a secret source's own credentials: never granted
+    extra_is_block: bool = False
+    grant: frozenset[str] = frozenset()  # exact spellings of extra keys received as given
     fold: bool = True
 
     def __repr__(self) -> str:
         return "SanitizeOptions(...)"  # holds values: never shown
 
-    def declaration(
-        self, policy: SecretPolicy, up: str, value: str | None = None
-    ) -> Declaration | None:
-        """How the build declares a name: the target's policy, else (routed) the launch's.
-
-        A routed profile's own value (``value`` equal to ``own[up]``) answers
-        to the target's policy only: the launch home's plugin secret is not
-        the routed profile's.
-        """
-        decl = policy.declaration(up)
-        launch = self.launch_policy
-        if launch is None or (value is not None and value in self.own.get(up, ())):
-            return decl
-        other = launch.declaration(up)
-        if other is None or (decl is not None and decl.tier is Tier.TIER1):
-            return decl
-        if decl is None or other.tier is Tier.TIER1:
-            return other  # the stricter tier wins
-        return decl
-
 
 def sanitize(
-    entries: Entries,
-    policy: SecretPolicy,
-    options: SanitizeOptions,
-    *,
-    trace: Trace | None = None,
+    entries: Entries, options: SanitizeOptions, *, trace: Trace | None = None
 ) -> dict[str, str]:
-    """Stage 4: allowlist, merge extras, strip tiers, passthrough, unwrap, aliases.
+    """Stage 4: allowlist, merge extras, strip tiers, passthrough, unwrap, secret values.
 
     Order: (a) drop base keys the surface's filter rejects (the MCP
     allowlist, a surface policy's inherit/include/exclude); (b) drop
     force-prefixed keys of the base (never unwrapped); (c) merge the surface
     policy's ``set`` values, then the caller's ``extra``, then ``pinned``;
-    (d) strip Tier 1 always and Tier 2 unless credentials are inherited;
-    (e) resolve passthrough names from ``passthrough_source`` (refused for
-    declared names); (f) unwrap the caller's force-prefixed extras, never to
-    a Tier 1 name; (g) strip value aliases of secrets; (h) drop exported
-    shell functions where asked; (i) last, drop any force-prefixed key
-    whatever put it there: none reaches a child.
+    (d) strip Tier 1 always and Tier 2 unless credentials are inherited
+    (a granted key and an MCP server's block entry pass as given); (e)
+    resolve passthrough names from ``passthrough_source`` (a declared name is
+    a ``PassthroughRefusedError``); (f) unwrap the caller's force-prefixed
+    extras, never to a Tier 1 name; (g) strip every value that is or holds a
+    secret this child may not receive; (h) drop exported shell functions
+    where asked; (i) last, drop any force-prefixed key whatever put it
+    there: none reaches a child.
     """
+    _check_block(options)
     out = _filter_base(entries, options.base_filter, trace)
     _merge(out, options, trace)
-    _strip_tiers(out, policy, options, trace)
-    _resolve_passthrough(out, policy, options, trace)
-    forced = _unwrap_forced(out, policy, options, trace)
-    if options.secrets is not None:
-        granted = _granted(out, options)  # the server's block, as configured
-        exempt = {*forced, *(k.upper() for k in options.pinned), *(granted & options.grant)}
-
-        def declare(up: str) -> Declaration | None:
-            return options.declaration(policy, up)
-
-        strip_aliases(
-            out,
-            options.secrets,
-            declare=declare,
-            own=options.own,
-            exempt=exempt,
-            granted=granted,
-            trace=trace,
-        )
+    admitted = _admitted(out, options)
+    _strip_tiers(out, options, admitted, trace)
+    _resolve_passthrough(out, options, trace)
+    forced = _unwrap_forced(out, options, trace)
+    if options.strip_secret_values:
+        _strip_secret_values(out, options, admitted, forced, trace)
     if options.drop_shell_functions:
         functions = [idx for idx, (_, value) in out.items() if value.startswith("()")]
         _drop(out, functions, Reason.SHELL_FUNCTION, trace)
@@ -145,17 +110,105 @@ def sanitize(
     return from_entries(out)
 
 
-def _granted(out: Entries, options: SanitizeOptions) -> frozenset[str]:
-    """Indexes of ``out`` that hold the server's env block value as configured."""
-    if not options.extra_is_grant:
-        return frozenset()
-    fold = options.fold
-    block = {index(k, fold): v for k, v in options.extra.items()}
-    return frozenset(
-        idx
-        for idx, (key, value) in out.items()
-        if block.get(idx) == value and key.upper() not in options.ungrantable
+def _check_block(options: SanitizeOptions) -> None:
+    """An MCP server's env block never carries a force-prefixed key (a configuration error)."""
+    if not options.extra_is_block:
+        return
+    for key in options.extra:
+        if is_forced(key.upper()):
+            raise ConfigurationError(
+                f"{key!r}: an MCP server's env block may not carry the force prefix "
+                f"{FORCE_PREFIX} (the block is the operator's grant already)"
+            )
+
+
+class _Admitted:
+    """Indexes of the merged entries that hold a value the caller hands over as given.
+
+    ``granted``: a key of ``extra`` named in ``grant`` (its exact spelling), holding
+    ``extra``'s value: it passes whatever its tier and whatever secret it holds
+    (a secret source's credential excepted). ``block``: an MCP server's env block
+    entry as configured: it passes whatever its tier, and a value that holds a
+    secret the host holds is still refused.
+    """
+
+    __slots__ = ("block", "granted")
+
+    def __init__(self, granted: frozenset[str], block: frozenset[str]) -> None:
+        self.granted = granted
+        self.block = block
+
+    def by_name(self, idx: str) -> bool:
+        return idx in self.granted or idx in self.block
+
+
+def _admitted(out: Entries, options: SanitizeOptions) -> _Admitted:
+    fold, extra = options.fold, options.extra
+    granted = frozenset(
+        index(key, fold)
+        for key in options.grant
+        if key in extra and out.get(index(key, fold)) == (key, extra[key])
     )
+    block: frozenset[str] = frozenset()
+    if options.extra_is_block:
+        rule = options.rule
+        block = frozenset(
+            index(key, fold)
+            for key, value in extra.items()
+            if out.get(index(key, fold)) == (key, value) and not rule.is_ungrantable(key)
+        )
+    return _Admitted(granted, block)
+
+
+def _strip_secret_values(
+    out: Entries,
+    options: SanitizeOptions,
+    admitted: _Admitted,
+    forced: Collection[str],
+    trace: Trace | None,
+) -> None:
+    """Stage 4 (g): remove every key whose value is, or holds, a secret this child may not get.
+
+    Decided after every filter, by value, so no filter can hide the original
+    (DESIGN.md §3). A granted key keeps its value (unless it is a secret
+    source's credential: a ``PassthroughRefusedError``); a forced hand-over keeps a
+    Tier 2 credential; the pinned home variable is the child's own.
+    """
+    rule = options.rule
+    pinned = {k.upper() for k in options.pinned}
+    for idx, (key, value) in list(out.items()):
+        match = rule.find(value, own=rule.is_own(key, value))
+        if match is None or key.upper() in pinned:
+            continue
+        if idx in admitted.granted:
+            if match.grade is Grade.SOURCE:
+                raise PassthroughRefusedError(
+                    key,
+                    f"grant refused: the value holds {rule.public(match)}, a secret source's "
+                    "credential (never grantable, under any key)",
+                )
+            if trace is not None:
+                reason = Reason.GRANTED
+                trace.record(key, Action.KEPT, Stage.SANITIZE, reason, CALLER_ORIGIN, value=value)
+            continue
+        if key.upper() in forced and match.grade is Grade.CREDENTIAL:
+            continue  # the caller's forced hand-over of a Tier 2 credential
+        del out[idx]
+        if trace is not None:  # the trace is the host's: it names the secret (never its value)
+            name = match.name
+            note = f"{'same value as' if match.whole else 'holds the value of'} {name}"
+            if idx in admitted.block:
+                verb = "is" if match.whole else "holds"
+                note = f"the value {verb} the host's {name}; grant it to pass"
+            trace.record(
+                key,
+                Action.STRIPPED,
+                Stage.SANITIZE,
+                Reason.ALIAS_OF,
+                match.origin,
+                note,
+                value=value,
+            )
 
 
 def _drop(out: Entries, indexes: Iterable[str], reason: Reason, trace: Trace | None) -> None:
@@ -242,21 +295,20 @@ def _extra(options: SanitizeOptions, trace: Trace | None) -> Mapping[str, str]:
 
 
 def _strip_tiers(
-    out: Entries, policy: SecretPolicy, options: SanitizeOptions, trace: Trace | None
+    out: Entries, options: SanitizeOptions, admitted: _Admitted, trace: Trace | None
 ) -> None:
-    """Stage 4 (d): Tier 1 always, Tier 2 unless credentials are inherited."""
-    inherit = options.inherit_credentials
-    granted = _granted(out, options)
+    """Stage 4 (d): Tier 1 always, Tier 2 unless credentials are inherited (the rule's word)."""
+    rule = options.rule
     for idx, (key, value) in list(out.items()):
-        decl = options.declaration(policy, key.upper(), value)
+        decl = rule.declaration(key, value)
         if decl is None:
             continue
-        if idx in granted:
+        if admitted.by_name(idx):
             if trace is not None:
-                reason = Reason.SERVER_GRANT
+                reason = Reason.SERVER_GRANT if idx in admitted.block else Reason.GRANTED
                 trace.record(key, Action.KEPT, Stage.SANITIZE, reason, CALLER_ORIGIN, value=value)
             continue
-        if decl.tier is Tier.TIER2 and inherit:
+        if rule.denies(key, value) is None:
             if trace is not None:
                 reason = Reason.TIER2_INHERITED
                 trace.record(key, Action.KEPT, Stage.SANITIZE, reason, decl.origin, value=value)
@@ -267,11 +319,11 @@ def _strip_tiers(
             trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, decl.origin, value=value)
 
 
-def _resolve_passthrough(
-    out: Entries, policy: SecretPolicy, options: SanitizeOptions, trace: Trace | None
-) -> None:
+def _resolve_passthrough(out: Entries, options: SanitizeOptions, trace: Trace | None) -> None:
     """Stage 4 (e): forward passthrough names from their source, never a declared one.
 
+    A name that can never pass (one the rule declares, a force-prefixed name,
+    an injection vector the host did not allow) is a ``PassthroughRefusedError``.
     A name in the caller's ``extra`` keeps the caller's value, unless that
     value merely repeats what the launch process holds for the name: under
     routing the source's (the routed scope's) value wins then, and without
@@ -284,17 +336,19 @@ def _resolve_passthrough(
         if not name:
             continue  # an empty name is ignored
         up = norm(name)
-        decl = options.declaration(policy, up)
-        if decl is not None or is_forced(up):
-            if trace is not None:
-                reason = Reason.PASSTHROUGH_REFUSED
-                origin = None if decl is None else decl.origin
-                trace.record(name, Action.REFUSED, Stage.SANITIZE, reason, origin)
-            continue
+        decl = options.rule.declaration(up)
+        if decl is not None:
+            raise PassthroughRefusedError(
+                name,
+                f"passthrough refused: a {decl.tier.name.replace('TIER', 'Tier ')} "
+                f"name ({decl.origin})",
+            )
+        if is_forced(up):
+            raise PassthroughRefusedError(name, "passthrough refused: a force-prefixed name")
         if options.refuse is not None and options.refuse(up):
-            if trace is not None:
-                trace.record(name, Action.REFUSED, Stage.SANITIZE, Reason.INJECTION_VECTOR)
-            continue
+            raise PassthroughRefusedError(
+                name, "passthrough refused: an injection vector the host does not allow"
+            )
         if source is None:
             continue
         given = extra.get(up)
@@ -320,9 +374,7 @@ def _resolve_passthrough(
                     trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
 
 
-def _unwrap_forced(
-    out: Entries, policy: SecretPolicy, options: SanitizeOptions, trace: Trace | None
-) -> list[str]:
+def _unwrap_forced(out: Entries, options: SanitizeOptions, trace: Trace | None) -> list[str]:
     """Stage 4 (f): ``_ENVSCOPE_FORCE_X`` → ``X``, never to a Tier 1 or force-prefixed name.
 
     Returns the upper-cased names it handed over.
@@ -335,7 +387,7 @@ def _unwrap_forced(
         if not target:
             continue
         up = target.upper()
-        decl = options.declaration(policy, up)
+        decl = options.rule.declaration(up)
         if is_forced(up) or (decl is not None and decl.tier is Tier.TIER1):
             if trace is not None:
                 reason = Reason.FORCE_REFUSED

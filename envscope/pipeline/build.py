@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 from envscope.audit.trace import Trace, keep_value
 from envscope.pipeline import stages
-from envscope.pipeline._aliases import SecretValues
 from envscope.pipeline._sanitize import SanitizeOptions, sanitize
-from envscope.policy._declarations import Declaration, OriginKind, norm
+from envscope.pipeline.secret_rule import SecretRule
+from envscope.policy._declarations import OriginKind, norm
 from envscope.policy.surfaces import BaseFilter, Surface, SurfacePolicy, mcp_allowlist
 
 if TYPE_CHECKING:
@@ -33,8 +33,10 @@ __all__ = [
     "BuildSettings",
     "build_child",
     "own_values",
+    "parent_env",
     "remembered",
     "run_build",
+    "secret_rule",
 ]
 
 
@@ -83,8 +85,8 @@ class BuildRequest:
     surface: Surface
     inherit_credentials: bool
     passthrough: Sequence[str]
-    granted: frozenset[str]
-    ungrantable: frozenset[str]
+    granted: frozenset[str]  # exact spellings of extra keys this child receives as given
+    ungrantable: frozenset[str]  # upper-cased: secret sources' credentials
 
     def __repr__(self) -> str:
         return f"BuildRequest(target={self.target!r}, surface={self.surface.value!r})"
@@ -183,18 +185,42 @@ def _base_filter(request: BuildRequest) -> BaseFilter | None:
     return BaseFilter(allowlist, surface_policy, settings.fold)
 
 
+def secret_rule(request: BuildRequest) -> SecretRule:
+    """The build's one secret rule: its policies, and every value the host knows of.
+
+    The caller's ``extra`` counts as the host's values except on the ``mcp``
+    surface, where it is the server's block: the operator's literals.
+    """
+    surface, binding, routed = request.surface, request.binding, request.routed
+    surface_policy = request.settings.surface_policies.get(surface)
+    caller: list[Mapping[str, str]] = [] if surface_policy is None else [surface_policy.set_env]
+    if surface is not Surface.MCP:
+        caller.append(request.extras)
+    return SecretRule(
+        request.policy,
+        launch_policy=request.launch_policy,
+        routed=routed,
+        inherit_credentials=request.inherit_credentials or surface.inherits_credentials,
+        launch_values=(request.snapshot, request.process, request.launch_values),
+        managed=request.managed,
+        caller_values=caller,
+        scope=None if binding is None else binding.scope,
+        own=own_values(binding) if routed else None,
+        ungrantable=request.ungrantable,
+    )
+
+
 def _sanitize_options(
     request: BuildRequest, parent: stages.Entries, entries: stages.Entries
 ) -> SanitizeOptions:
-    """What stage 4 needs besides the entries and the policy."""
+    """What stage 4 needs besides the entries."""
     settings, surface, passthrough = request.settings, request.surface, request.passthrough
     fold, routed = settings.fold, request.routed
     surface_policy = settings.surface_policies.get(surface)
     scope: Mapping[str, str] = {} if request.binding is None else request.binding.scope
-    launch_policy = request.launch_policy
     return SanitizeOptions(
+        rule=secret_rule(request),
         extra=request.extras,
-        inherit_credentials=request.inherit_credentials or surface.inherits_credentials,
         passthrough=tuple(passthrough),
         passthrough_source=(
             None if not passthrough else stages.to_entries(scope, fold=fold) if routed else entries
@@ -207,37 +233,17 @@ def _sanitize_options(
         ),
         surface_set={} if surface_policy is None else surface_policy.set_env,
         refuse=settings.refuse,
-        launch_policy=None if launch_policy is request.policy else launch_policy,
-        own=own_values(request.binding) if routed else {},
         # every spelling, even where names fold (passthrough compares against each)
         launch_env=(
             parent
             if not fold or not passthrough
             else stages.to_entries(request.snapshot, fold=False)
         ),
-        secrets=SecretValues() if settings.strip_value_aliases else None,
-        extra_is_grant=surface is Surface.MCP,
+        strip_secret_values=settings.strip_value_aliases,
+        extra_is_block=surface is Surface.MCP,
         grant=request.granted,
-        ungrantable=request.ungrantable,
         fold=fold,
     )
-
-
-def _collect_secrets(request: BuildRequest, options: SanitizeOptions) -> None:
-    """Every secret value this build knows of, for the alias rule (DESIGN.md §3)."""
-    secrets, policy = options.secrets, request.policy
-    assert secrets is not None
-
-    def declare(up: str) -> Declaration | None:
-        return options.declaration(policy, up)
-
-    for values in (request.snapshot, request.process, request.launch_values, request.managed):
-        secrets.collect(values.items(), declare)
-    if not options.extra_is_grant:  # an MCP server's block holds the operator's literals
-        secrets.collect(options.extra.items(), declare)
-    secrets.collect(options.surface_set.items(), declare)
-    scope: Mapping[str, str] = {} if request.binding is None else request.binding.scope
-    secrets.collect(scope.items(), policy.declaration, scope=True)
 
 
 def run_build(request: BuildRequest, trace: Trace | None) -> dict[str, str]:
@@ -247,9 +253,7 @@ def run_build(request: BuildRequest, trace: Trace | None) -> dict[str, str]:
     if request.routed:
         entries = _routed_stages(request, entries, trace)
     options = _sanitize_options(request, parent, entries)
-    if options.secrets is not None:
-        _collect_secrets(request, options)
-    child = sanitize(entries, request.policy, options, trace=trace)
+    child = sanitize(entries, options, trace=trace)
     stages.validate_block(child, max_total_bytes=settings.max_env_bytes, trace=trace)
     if trace is not None:
         _finish_trace(trace, child, request)
@@ -282,3 +286,16 @@ def _finish_trace(trace: Trace, child: Mapping[str, str], request: BuildRequest)
     ctx.home, ctx.surface, ctx.routed = request.target, request.surface.value, request.routed
     ctx.complete, ctx.problems = policy.complete, policy.problems
     ctx.child_keys = tuple(child)
+
+
+def parent_env(request: BuildRequest) -> dict[str, str]:
+    """The env a child's build starts from: the base after stages 1-3 (no trace, no stage 4).
+
+    Under routing: the launch residue stripped, the routed scope and the
+    managed keys applied; else the base itself. What ``${NAME}`` in an MCP
+    server's env block resolves against (never a launch profile's value).
+    """
+    entries = stages.to_entries(request.snapshot, fold=request.settings.fold)
+    if request.routed:
+        entries = _routed_stages(request, entries, None)
+    return stages.from_entries(entries)

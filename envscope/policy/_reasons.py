@@ -52,7 +52,6 @@ class Reason(enum.Enum):
     FORCE_REFUSED = "force-refused"
     FORCE_PREFIX_IN_BASE = "force-prefix-in-base"
     PASSTHROUGH = "passthrough"
-    PASSTHROUGH_REFUSED = "passthrough-refused"
     PASSTHROUGH_NOT_IN_SCOPE = "passthrough-not-in-scope"
     NOT_ALLOWLISTED = "not-allowlisted"
     SHELL_FUNCTION = "shell-function"
@@ -68,6 +67,7 @@ class Reason(enum.Enum):
     INVALID_NAME = "invalid-name"
     INJECTION_VECTOR = "injection-vector"
     SERVER_GRANT = "server-grant"
+    GRANTED = "granted"
     MCP_SDK_DEFAULT = "mcp-sdk-default"
 
     @property
@@ -93,7 +93,6 @@ _SENTENCES: dict[Reason, str] = {
     Reason.FORCE_REFUSED: "the force prefix never unwraps to a Tier 1 name",
     Reason.FORCE_PREFIX_IN_BASE: "a force-prefixed key in the base is dropped, never unwrapped",
     Reason.PASSTHROUGH: "forwarded by a passthrough request",
-    Reason.PASSTHROUGH_REFUSED: "passthrough refused: a tier declares this name",
     Reason.PASSTHROUGH_NOT_IN_SCOPE: "passthrough name absent from the routed scope",
     Reason.NOT_ALLOWLISTED: "not on this surface's allowlist",
     Reason.SHELL_FUNCTION: "an exported shell function never reaches this surface",
@@ -110,6 +109,7 @@ _SENTENCES: dict[Reason, str] = {
     Reason.INJECTION_VECTOR: "changes how a child's loader, shell or interpreter starts; "
     "only the launch env or the host may set it",
     Reason.SERVER_GRANT: "granted by the server's env block",
+    Reason.GRANTED: "granted to this child by the caller (grant=)",
     Reason.MCP_SDK_DEFAULT: "added by the MCP SDK from os.environ (sdk_defaults='allow')",
 }
 
@@ -119,7 +119,6 @@ SECRET_REASONS = frozenset(
         Reason.TIER1,
         Reason.TIER2,
         Reason.LAUNCH_CREDENTIAL,
-        Reason.PASSTHROUGH_REFUSED,
         Reason.FORCE_REFUSED,
         Reason.ALIAS_OF,
         Reason.INJECTION_VECTOR,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from envscope import Host, ManifestError, Surface, Tier
+from envscope import Host, ManifestError, PassthroughRefusedError, Surface, Tier
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 from tests.conftest import HostFactory
 
@@ -50,8 +50,8 @@ def test_manifest_secret_is_per_home(make_host: HostFactory, homes: dict[str, Pa
     host = make_host()
     for surface in (Surface.TERMINAL, Surface.CREDENTIALED):
         assert "CHATX_SIGNING_SECRET" not in build_b(host, homes["B"], surface=surface)
-    env = build_b(host, homes["B"], surface=Surface.MCP, passthrough=["CHATX_SIGNING_SECRET"])
-    assert "CHATX_SIGNING_SECRET" not in env
+    with pytest.raises(PassthroughRefusedError, match="CHATX_SIGNING_SECRET"):
+        build_b(host, homes["B"], surface=Surface.MCP, passthrough=["CHATX_SIGNING_SECRET"])
     assert host.build_subprocess_env(BASE)["CHATX_SIGNING_SECRET"] == "s"
     assert host.policy(homes["B"]).tier_of("chatx_signing_secret") is Tier.TIER1
     origin = host.policy(homes["B"]).reasons["CHATX_SIGNING_SECRET"]

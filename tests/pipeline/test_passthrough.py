@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from envscope import Action, Reason, Surface, Trace
+from envscope import PassthroughRefusedError, Surface
 from tests.conftest import HostFactory
 
 
@@ -27,16 +27,12 @@ def test_undeclared_passthrough_is_accepted_and_empty_ignored(
 def test_passthrough_of_declared_name_is_refused(
     make_host: HostFactory, name: str, surface: Surface
 ) -> None:
-    """S11: passthrough of a Tier 1/2 name is a recorded refusal and the name is still stripped."""
-    trace = Trace()
-    env = make_host().build_subprocess_env(
-        {name: "v"}, surface=surface, passthrough=[name], trace=trace
-    )
-    assert name not in env
-    refusals = [d for d in trace if d.action is Action.REFUSED]
-    assert [d.key for d in refusals] == [name]
-    assert refusals[0].reason is Reason.PASSTHROUGH_REFUSED
-    assert refusals[0].origin is not None
+    """S11/S67: passthrough of a Tier 1/2 name is a PassthroughRefusedError naming its rule."""
+    with pytest.raises(PassthroughRefusedError, match=name) as caught:
+        make_host().build_subprocess_env({name: "v"}, surface=surface, passthrough=[name])
+    assert caught.value.key == name
+    assert "catalog" in str(caught.value)  # where the rule came from
+    assert "'v'" not in str(caught.value)  # never the value
 
 
 def test_passthrough_stops_once_an_adapter_declares_it(
@@ -49,7 +45,8 @@ def test_passthrough_stops_once_an_adapter_declares_it(
         kw = {"surface": Surface.MCP, "passthrough": ["TENOR_API_KEY"]}
         assert host.build_subprocess_env(base, **kw)["TENOR_API_KEY"] == "b"  # type: ignore[arg-type]
         host.register_adapter("tenor", ["TENOR_API_KEY"])
-        assert "TENOR_API_KEY" not in host.build_subprocess_env(base, **kw)  # type: ignore[arg-type]
+        with pytest.raises(PassthroughRefusedError, match="TENOR_API_KEY"):
+            host.build_subprocess_env(base, **kw)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("surface", [Surface.TERMINAL, Surface.MCP])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from envscope import FORCE_PREFIX, Action, Host, Surface, Trace
+from envscope import FORCE_PREFIX, Action, Host, PassthroughRefusedError, Surface, Trace
 from tests.conftest import HostFactory, write_home
 
 LAUNCH_SECRET = "launch-signing-secret-0123"
@@ -78,6 +78,10 @@ def test_a_launch_declared_name_cannot_come_back_under_routing(
     platform_plugin(homes["A"], "chatx", LAUNCH_PLUGIN)
     host = make_host({"PATH": "/b", "CHATX_SIGNING_SECRET": LAUNCH_SECRET})
     with host.routed(homes["B"], scope={"CHATX_SIGNING_SECRET_NOT": "x"}):
+        if how == "passthrough":  # refused loudly: a passthrough that can never pass
+            with pytest.raises(PassthroughRefusedError, match="CHATX_SIGNING_SECRET"):
+                host.build_subprocess_env(**kwargs)  # type: ignore[arg-type]
+            return
         env = host.build_subprocess_env(**kwargs)  # type: ignore[arg-type]
     assert {k.upper() for k in env} & {"CHATX_SIGNING_SECRET", "CHATX_APP_TOKEN"} == set(), how
     assert LAUNCH_SECRET not in env.values()

@@ -6,6 +6,7 @@ import pytest
 
 from envscope import Action, Catalog, Reason, Trace
 from envscope.pipeline._sanitize import SanitizeOptions, sanitize
+from envscope.pipeline.secret_rule import SecretRule
 from envscope.pipeline.stages import (
     apply_managed,
     from_entries,
@@ -17,6 +18,8 @@ from envscope.policy._secret_policy import build_policy
 from envscope.policy.surfaces import Allowlist, BaseFilter
 
 POLICY = build_policy(Catalog.default())
+RULE = SecretRule(POLICY)
+INHERITING = SecretRule(POLICY, inherit_credentials=True)
 
 
 @pytest.mark.parametrize(
@@ -106,30 +109,32 @@ def test_overlay_and_managed_replace_any_case() -> None:
 @pytest.mark.parametrize(
     ("env", "options", "expected"),
     [
-        ({"TELEGRAM_BOT_TOKEN": "t", "K": "v"}, SanitizeOptions(), {"K": "v"}),
+        ({"TELEGRAM_BOT_TOKEN": "t", "K": "v"}, SanitizeOptions(RULE), {"K": "v"}),
         (
             {"OPENAI_API_KEY": "k"},
-            SanitizeOptions(inherit_credentials=True),
+            SanitizeOptions(INHERITING),
             {"OPENAI_API_KEY": "k"},
         ),
         (
             {"K": "v", "Z": "z"},
-            SanitizeOptions(base_filter=BaseFilter(Allowlist(frozenset({"K"})))),
+            SanitizeOptions(RULE, base_filter=BaseFilter(Allowlist(frozenset({"K"})))),
             {"K": "v"},
         ),
-        ({}, SanitizeOptions(extra={"E": "e"}), {"E": "e"}),
-        ({}, SanitizeOptions(pinned={"H": "/h"}), {"H": "/h"}),
-        ({"F": "() {"}, SanitizeOptions(drop_shell_functions=True), {}),
-        ({"F": "() {"}, SanitizeOptions(), {"F": "() {"}),
+        ({}, SanitizeOptions(RULE, extra={"E": "e"}), {"E": "e"}),
+        ({}, SanitizeOptions(RULE, pinned={"H": "/h"}), {"H": "/h"}),
+        ({"F": "() {"}, SanitizeOptions(RULE, drop_shell_functions=True), {}),
+        ({"F": "() {"}, SanitizeOptions(RULE), {"F": "() {"}),
         (
             {"P": "base"},
-            SanitizeOptions(passthrough=("P",), passthrough_source=to_entries({"P": "scope"})),
+            SanitizeOptions(
+                RULE, passthrough=("P",), passthrough_source=to_entries({"P": "scope"})
+            ),
             {"P": "scope"},
         ),
-        ({"P": "base"}, SanitizeOptions(passthrough=("P",), passthrough_source={}), {}),
+        ({"P": "base"}, SanitizeOptions(RULE, passthrough=("P",), passthrough_source={}), {}),
         (
             {"P": "b"},
-            SanitizeOptions(extra={"P": "e"}, passthrough=("P",), passthrough_source={}),
+            SanitizeOptions(RULE, extra={"P": "e"}, passthrough=("P",), passthrough_source={}),
             {"P": "e"},
         ),
     ],
@@ -139,7 +144,7 @@ def test_sanitize_table(
 ) -> None:
     """Stage 4 in isolation: each option does one thing."""
     entries = to_entries(env)
-    assert sanitize(entries, POLICY, options) == expected
+    assert sanitize(entries, options) == expected
     assert from_entries(entries) == env
 
 
@@ -148,8 +153,7 @@ def test_sanitize_trace_records_kept_tier2() -> None:
     trace = Trace()
     sanitize(
         to_entries({"OPENAI_API_KEY": "k"}),
-        POLICY,
-        SanitizeOptions(inherit_credentials=True),
+        SanitizeOptions(INHERITING),
         trace=trace,
     )
     assert [(d.key, d.action, d.reason) for d in trace] == [

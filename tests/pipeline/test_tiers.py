@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from envscope import FORCE_PREFIX, Catalog, Surface, Tier
+from envscope import FORCE_PREFIX, Action, Catalog, Reason, Surface, Tier, Trace
 from tests.conftest import HostFactory, fake_env
 
 CATALOG = Catalog.default()
@@ -157,8 +157,14 @@ def test_force_prefix(
 
 
 def test_scrub_false_returns_base_plus_extras(make_host: HostFactory) -> None:
-    """S9: scrub=False returns the base byte for byte plus extras."""
+    """S9: scrub=False gives the base byte for byte plus extras, minus force-prefixed keys."""
     base = {"TELEGRAM_BOT_TOKEN": "t", "openai_api_key": "k", f"{FORCE_PREFIX}X": "f", "PATH": "/b"}
-    env = make_host().build_subprocess_env(base, extra={"E": "1"}, scrub=False)
-    assert env == {**base, "E": "1"}
+    trace = Trace()
+    extra = {"E": "1", f"{FORCE_PREFIX.lower()}Y": "g"}
+    env = make_host().build_subprocess_env(base, extra=extra, scrub=False, trace=trace)
+    assert env == {"TELEGRAM_BOT_TOKEN": "t", "openai_api_key": "k", "PATH": "/b", "E": "1"}
     assert env is not base
+    final = trace.final()
+    assert final["TELEGRAM_BOT_TOKEN"].reason is Reason.UNSCRUBBED
+    assert final[f"{FORCE_PREFIX}X"].action is Action.STRIPPED
+    assert final[f"{FORCE_PREFIX}Y"].reason is Reason.FORCE_PREFIX_IN_BASE

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from envscope import Surface, Tier
+import pytest
+
+from envscope import PassthroughRefusedError, Surface, Tier
 from tests.conftest import HostFactory
 
 NAME = "ACME_CHAT_SIGNING_SECRET"
@@ -19,7 +21,8 @@ def test_adapter_declares_for_its_home_only(make_host: HostFactory, homes: dict[
     assert host.policy(homes["B"]).tier_of("ACME_CHAT_URL") is None
     with host.routed(homes["B"], scope=base):
         assert NAME not in host.build_subprocess_env(base)
-        assert NAME not in host.build_subprocess_env(base, surface=Surface.MCP, passthrough=[NAME])
+        with pytest.raises(PassthroughRefusedError, match=NAME):
+            host.build_subprocess_env(base, surface=Surface.MCP, passthrough=[NAME])
         assert host.build_subprocess_env(base)["ACME_CHAT_URL"] == "u"
     assert host.build_subprocess_env(base)[NAME] == "s"
     host.unregister_adapter("acme_chat", home=homes["B"])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from envscope import FORCE_PREFIX, Action, Catalog, Reason, Surface, Trace
+from envscope import FORCE_PREFIX, Action, Catalog, PassthroughRefusedError, Reason, Surface, Trace
 from tests.conftest import HostFactory
 
 VECTORS = ["LD_PRELOAD", "DYLD_INSERT_LIBRARIES", "BASH_ENV", "ENV", "PYTHONSTARTUP",
@@ -135,9 +135,8 @@ def test_routed_scope_cannot_introduce(
         {"surface": Surface.MCP, "extra": {"NODE_OPTIONS": "--require /tmp/x.js"}},
         {"extra": {"LD_PRELOAD": "/tmp/x.so"}},
         {"extra": {f"{FORCE_PREFIX}BASH_ENV": "/tmp/x.sh"}},
-        {"surface": Surface.MCP, "passthrough": ["PYTHONPATH"]},
     ],
-    ids=["mcp-env-block", "extra", "force-prefix", "passthrough"],
+    ids=["mcp-env-block", "extra", "force-prefix"],
 )
 def test_extra_force_and_passthrough_cannot_introduce(
     make_host: HostFactory, kwargs: dict[str, object]
@@ -153,6 +152,16 @@ def test_extra_force_and_passthrough_cannot_introduce(
     assert any(d.reason is Reason.INJECTION_VECTOR for d in trace)
     if kwargs.get("surface") is Surface.MCP:
         assert "PYTHONPATH" not in env
+
+
+def test_passthrough_of_an_injection_vector_is_refused_loudly(make_host: HostFactory) -> None:
+    """A passthrough that names an injection vector can never pass: PassthroughRefusedError."""
+    with pytest.raises(PassthroughRefusedError, match="PYTHONPATH"):
+        make_host().build_subprocess_env(
+            {"PATH": "/bin", "PYTHONPATH": "/launch"},
+            surface=Surface.MCP,
+            passthrough=["PYTHONPATH"],
+        )
 
 
 def test_launch_env_keeps_its_own_and_explain_warns(make_host: HostFactory) -> None:

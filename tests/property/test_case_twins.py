@@ -24,7 +24,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from envscope import Catalog, Host, Surface, Tier
+from envscope import FORCE_PREFIX as FORCE
+from envscope import Catalog, Host, PassthroughRefusedError, Surface, Tier
 
 pytestmark = pytest.mark.property
 
@@ -94,6 +95,12 @@ def test_posix_folds_to_windows(
     surface: Surface,
 ) -> None:
     """The Windows child is the POSIX child folded; POSIX only adds undeclared twins."""
+    refused = [n for n in passthrough if CATALOG.lookup(n.upper()) or n.upper().startswith(FORCE)]
+    if refused:  # a declared or forced name can never pass: refused loudly either way
+        for windows_host in (False, True):
+            with pytest.raises(PassthroughRefusedError):
+                build(windows_host, base, scope, extra, passthrough, surface)
+        return
     posix = build(False, base, scope, extra, passthrough, surface)
     windows = build(True, base, scope, extra, passthrough, surface)
     assert len({k.upper() for k in windows}) == len(windows)

@@ -8,7 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from envscope import FORCE_PREFIX, Catalog, Host, StaticSource, Surface, SurfacePolicy
+from envscope import (
+    FORCE_PREFIX,
+    Catalog,
+    ConfigurationError,
+    Host,
+    PassthroughRefusedError,
+    StaticSource,
+    Surface,
+    SurfacePolicy,
+)
 
 pytestmark = pytest.mark.property
 
@@ -65,11 +74,21 @@ def test_no_force_prefixed_key_reaches_a_child(
     )
     host.add_secret_source(StaticSource("vault", {"*": supplied}))
     host.load_launch_env()
-    if routed:
-        with host.routed(b, scope=scope):
+    # Loud refusals reach no child: a forced passthrough name, a forced key in an MCP block.
+    loud: tuple[type[Exception], ...] = (PassthroughRefusedError,)
+    if surface is Surface.MCP and extra:
+        loud = (PassthroughRefusedError, ConfigurationError)
+    try:
+        if routed:
+            with host.routed(b, scope=scope):
+                env = host.build_subprocess_env(
+                    surface=surface, extra=extra, passthrough=passthrough
+                )
+        else:
             env = host.build_subprocess_env(surface=surface, extra=extra, passthrough=passthrough)
-    else:
-        env = host.build_subprocess_env(surface=surface, extra=extra, passthrough=passthrough)
+    except loud:
+        assert passthrough or (surface is Surface.MCP and extra)
+        return
     assert not [k for k in env if k.upper().startswith(FORCE_PREFIX)]
 
 

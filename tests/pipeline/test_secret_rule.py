@@ -31,8 +31,12 @@ SECRET = "sk-live-0123456789abcdef"
         ({"GH_TOKEN": SECRET, "COPY": SECRET, "OTHER": "x"}, {}, {"OTHER": "x"}),
         ({"OPENAI_API_KEY": SECRET, "FOO": SECRET}, {"surface": Surface.CREDENTIALED},
          {"OPENAI_API_KEY": SECRET, "FOO": SECRET}),
+        # a declared name's value is a secret value whatever its shape (a base URL too)
         ({"OPENAI_BASE_URL": "https://api.example.com/v1", "MIRROR": "https://api.example.com/v1"},
-         {}, {"MIRROR": "https://api.example.com/v1"}),
+         {}, {}),
+        ({"OPENAI_BASE_URL": "https://api.example.com/v1", "MIRROR": "https://api.example.com/v1"},
+         {"surface": Surface.CREDENTIALED},
+         {"OPENAI_BASE_URL": "https://api.example.com/v1", "MIRROR": "https://api.example.com/v1"}),
         ({"OPENAI_API_KEY": "short", "FOO": "short"}, {}, {"FOO": "short"}),
         ({"OPENAI_API_KEY": SECRET}, {"extra": {"FROM_CALLER": SECRET}}, {}),
         ({"OPENAI_API_KEY": SECRET}, {"extra": {f"{FORCE_PREFIX}OPENAI_API_KEY": SECRET}},
@@ -45,7 +49,7 @@ def test_alias_table(
     kwargs: dict[str, object],
     expected: dict[str, str],
 ) -> None:
-    """A kept key equal to a stripped secret's value (8+ chars) is stripped; URLs are no secret."""
+    """A kept key equal to a secret value this child may not get (8+ chars) is stripped."""
     env = make_host().build_subprocess_env(base, **kwargs)  # type: ignore[arg-type]
     assert env == expected
 

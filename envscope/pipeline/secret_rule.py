@@ -1,0 +1,291 @@
+"""``SecretRule``: the one answer to "is this name declared for this child" and "is this
+value a secret this child may not receive" (DESIGN.md §3, "One rule, one place").
+
+One rule is made per build context (the bound home, routed or not, the surface's
+credential inheritance) from the policies the build consults (the target's and,
+under routing, the launch home's) and the values the host knows. The factory
+(stages 1 and 4), the runtime guard, the MCP config loader and grant check, the
+CLI's masking and ``envscope.testing`` all ask a ``SecretRule``; none of them keeps
+its own copy of either answer.
+
+**Names.** ``declaration(name, value)`` is the stricter declaration of the
+target's and (routed) the launch home's policy; a routed profile's own value
+answers to the target's policy only (the launch home's plugin secret is not the
+routed profile's). ``denies(name, value)`` is that declaration when this child
+may not receive the name: Tier 1 always, Tier 2 unless credentials are inherited.
+
+**Values.** A *secret value* is the value (8 characters or more) of any name a
+policy of the build declares, whatever its suffix or shape, that this child may
+not receive:
+
+- in the *host* domain (the process env, the base, the launch loads, the managed
+  values, the caller's ``extra`` outside an MCP block, a surface policy's
+  ``set``): Tier 1 always; Tier 2 unless credentials are inherited; under
+  routing, every declared value the launch process holds (a routed child never
+  gets the launch profile's credentials, ambient ones included), the managed
+  values excepted;
+- in the *scope* domain (the routed profile's scope): by the target's policy.
+
+``find(value, own=...)`` says whether a value *is* or *contains* such a secret
+(a URL's userinfo or path, ``Bearer …``, quotes, whitespace, a list): whole
+first, then inside. A routed profile's own value (``own=True``) is compared only
+with the scope's secrets, so a profile cannot learn which of its guesses equals a
+launch secret (no oracle). Each secret has a ``Grade`` that says what may still
+hand it over: a grant (``HOST``), also the force prefix (``CREDENTIAL``), or
+nothing (``SOURCE``: a secret source's credential).
+
+``public(match)`` is what an error or a log line may say about a match: the
+secret's name, unless the rule is routed and the secret is the launch profile's
+(a routed profile's owner can read the errors of its own spawns). The trace is
+the host's and its auditor's: it names the secret's key, never its value.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from envscope.policy._declarations import Declaration, Tier
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
+    from envscope.policy._declarations import Origin
+    from envscope.policy._secret_policy import SecretPolicy
+
+__all__ = [
+    "MIN_SECRET_LENGTH",
+    "Grade",
+    "SecretMatch",
+    "SecretRule",
+    "stricter_declaration",
+]
+
+MIN_SECRET_LENGTH = 8
+"""Shorter values are never secret values: they collide with ordinary values by chance."""
+
+
+class Grade(enum.IntEnum):
+    """What may still hand a secret value to a child (higher: stricter)."""
+
+    CREDENTIAL = 1  # a Tier 2 credential this child does not inherit: a grant or the force prefix
+    HOST = 2  # a Tier 1 secret or a routed child's launch credential: only a grant
+    SOURCE = 3  # a secret source's own credential: nothing, under any key
+
+
+@dataclass(frozen=True, slots=True)
+class SecretMatch:
+    """A secret found in a value: whose it is, how strict, whether it is the whole value."""
+
+    name: str  # the declared name whose value it is (upper-cased)
+    origin: Origin
+    grade: Grade
+    whole: bool
+    launch: bool  # the launch profile's secret, read by a routed build
+
+    def __repr__(self) -> str:
+        return f"SecretMatch(name={self.name!r}, grade={self.grade.name}, whole={self.whole})"
+
+
+def stricter_declaration(decl: Declaration | None, other: Declaration | None) -> Declaration | None:
+    """The stricter of two declarations of one name (Tier 1 wins; else the first given)."""
+    if other is None or (decl is not None and decl.tier is Tier.TIER1):
+        return decl
+    if decl is None or other.tier is Tier.TIER1:
+        return other
+    return decl
+
+
+def _tier_grade(decl: Declaration, inherit: bool, ungrantable: frozenset[str]) -> Grade | None:
+    if decl.name in ungrantable:
+        return Grade.SOURCE
+    if decl.tier is Tier.TIER1:
+        return Grade.HOST
+    return None if inherit else Grade.CREDENTIAL
+
+
+class _Secrets:
+    """One domain's secret values: value → match, and the values longest first (to search)."""
+
+    __slots__ = ("by_value", "longest_first")
+
+    def __init__(self) -> None:
+        self.by_value: dict[str, SecretMatch] = {}
+        self.longest_first: list[str] = []
+
+    def add(self, value: str, match: SecretMatch) -> None:
+        old = self.by_value.get(value)
+        if old is None or match.grade > old.grade:
+            self.by_value[value] = match
+
+    def seal(self) -> None:
+        self.longest_first = sorted(self.by_value, key=lambda v: (-len(v), v))
+
+    def find(self, value: str) -> SecretMatch | None:
+        whole = self.by_value.get(value)
+        if whole is not None:
+            return whole
+        for secret in self.longest_first:
+            if len(secret) < len(value) and secret in value:
+                return _inside(self.by_value[secret])
+        return None
+
+
+def _inside(match: SecretMatch) -> SecretMatch:
+    return SecretMatch(match.name, match.origin, match.grade, False, match.launch)
+
+
+class SecretRule:
+    """The secret rule of one build context (see the module docstring)."""
+
+    __slots__ = (
+        "_host",
+        "_launch_policy",
+        "_own",
+        "_policy",
+        "_scope",
+        "_ungrantable",
+        "inherit_credentials",
+        "routed",
+    )
+
+    def __init__(
+        self,
+        policy: SecretPolicy,
+        *,
+        launch_policy: SecretPolicy | None = None,
+        routed: bool = False,
+        inherit_credentials: bool = False,
+        launch_values: Sequence[Mapping[str, str]] = (),
+        managed: Mapping[str, str] | None = None,
+        caller_values: Sequence[Mapping[str, str]] = (),
+        scope: Mapping[str, str] | None = None,
+        own: Mapping[str, frozenset[str]] | None = None,
+        ungrantable: frozenset[str] = frozenset(),
+    ) -> None:
+        """Collect the secret values of one context.
+
+        ``launch_values`` are what the process holds (its env, the base, the
+        launch loads): under routing, the launch profile's. ``managed`` are the
+        administrator's values, ``caller_values`` the caller's ``extra`` (outside
+        an MCP block) and a surface policy's ``set``, ``scope`` the routed
+        profile's scope and ``own`` its own values (upper-cased name → values).
+        ``ungrantable`` are the upper-cased names of secret sources' credentials.
+        """
+        self._policy = policy
+        self._launch_policy = None if launch_policy is policy else launch_policy
+        self.routed = routed
+        self.inherit_credentials = inherit_credentials
+        self._own = {} if own is None else own
+        self._ungrantable = ungrantable
+        self._host = _Secrets()
+        self._scope = _Secrets()
+        managed = {} if managed is None else managed
+        managed_up = {k.upper(): v for k, v in managed.items()}
+        for values in launch_values:
+            for key, value in values.items():
+                # the managed file's own value: the administrator's, not the launch's
+                self._collect_host(
+                    key, value, launch=routed and managed_up.get(key.upper()) != value
+                )
+        for values in (managed, *caller_values):
+            for key, value in values.items():
+                self._collect_host(key, value, launch=False)
+        for key, value in ({} if scope is None else scope).items():
+            if len(value) >= MIN_SECRET_LENGTH:
+                decl = policy.declaration(key)
+                if decl is not None:
+                    grade = _tier_grade(decl, inherit_credentials, ungrantable)
+                    if grade is not None:
+                        self._scope.add(
+                            value, SecretMatch(decl.name, decl.origin, grade, True, False)
+                        )
+        self._host.seal()
+        self._scope.seal()
+
+    def _collect_host(self, key: str, value: str, *, launch: bool) -> None:
+        if len(value) < MIN_SECRET_LENGTH:
+            return
+        decl = self.declaration(key)
+        if decl is None:
+            return
+        grade = _tier_grade(decl, self.inherit_credentials, self._ungrantable)
+        if grade is None and launch:
+            grade = Grade.HOST  # a routed child never gets the launch process's credentials
+        if grade is not None:
+            self._host.add(value, SecretMatch(decl.name, decl.origin, grade, True, launch))
+
+    # -- names -----------------------------------------------------------------
+
+    def declaration(self, name: str, value: str | None = None) -> Declaration | None:
+        """How this build declares a name (any case): the stricter of the policies consulted.
+
+        A routed profile's own value (``value`` among ``own[NAME]``) answers to
+        the target's policy only.
+        """
+        decl = self._policy.declaration(name)
+        launch = self._launch_policy
+        if launch is None or (value is not None and value in self._own.get(name.upper(), ())):
+            return decl
+        return stricter_declaration(decl, launch.declaration(name))
+
+    def denies(self, name: str, value: str | None = None) -> Declaration | None:
+        """The declaration that keeps this name from this child, or None (Tier 2 inherited)."""
+        decl = self.declaration(name, value)
+        if decl is None or (decl.tier is Tier.TIER2 and self.inherit_credentials):
+            return None
+        return decl
+
+    def is_ungrantable(self, name: str) -> bool:
+        """True for a secret source's credential name (no grant or passthrough ever passes it)."""
+        return name.upper() in self._ungrantable
+
+    # -- values ----------------------------------------------------------------
+
+    def is_own(self, key: str, value: str) -> bool:
+        """True when ``key=value`` is the routed profile's own scope value."""
+        return value in self._own.get(key.upper(), ())
+
+    def find(self, value: str, *, own: bool = False) -> SecretMatch | None:
+        """The secret this value is or contains (whole first), or None.
+
+        ``own``: the value is the routed profile's own, compared with the scope's
+        secrets only.
+        """
+        if len(value) < MIN_SECRET_LENGTH:
+            return None
+        found = self._scope.find(value)
+        if found is not None or own:
+            return found
+        return self._host.find(value)
+
+    def find_in(self, items: Iterable[tuple[str, str]]) -> dict[str, SecretMatch]:
+        """``find`` for each ``(key, value)``; the keys whose value holds a secret."""
+        out: dict[str, SecretMatch] = {}
+        for key, value in items:
+            match = self.find(value, own=self.is_own(key, value))
+            if match is not None:
+                out[key] = match
+        return out
+
+    def public(self, match: SecretMatch) -> str:
+        """What an error may name for a match (never a value, never a launch name when routed)."""
+        if match.launch and self.routed:
+            return "a launch profile's secret"
+        return match.name
+
+    def describe(self, key: str, match: SecretMatch) -> str:
+        """``KEY``, or ``KEY (the value of NAME)``, for an error or a log line (see ``public``)."""
+        if match.name == key.upper():
+            return key
+        if match.launch and self.routed:
+            return f"{key} (holds {self.public(match)})"
+        return f"{key} ({'the value' if match.whole else 'holds the value'} of {match.name})"
+
+    def __bool__(self) -> bool:
+        return bool(self._host.by_value) or bool(self._scope.by_value)
+
+    def __repr__(self) -> str:
+        names = sorted({m.name for d in (self._host, self._scope) for m in d.by_value.values()})
+        return f"SecretRule(routed={self.routed}, secrets={names!r})"  # names, never values
