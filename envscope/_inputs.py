@@ -14,6 +14,7 @@ __all__ = [
     "WINDOWS",
     "EnvironCopies",
     "coerce_extra",
+    "encodable",
     "home_identity",
     "name_list",
     "portable_name",
@@ -105,7 +106,8 @@ def coerce_extra(extra: Mapping[str, object] | None) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in extra.items():
         if not isinstance(key, str) or not valid_name(key):
-            shown = repr(key) if isinstance(key, str) else type(key).__name__
+            # never what follows an "=": a docker-style "NAME=value" entry holds a value
+            shown = repr(key.partition("=")[0]) if isinstance(key, str) else type(key).__name__
             raise EnvValueError(shown, "not a valid environment variable name")
         if isinstance(value, str):
             out[key] = value
@@ -115,7 +117,20 @@ def coerce_extra(extra: Mapping[str, object] | None) -> dict[str, str]:
             raise EnvValueError(key, f"must be a string or a number, not {type(value).__name__}")
         if "\x00" in out[key]:
             raise EnvValueError(key, "value holds a NUL byte")
+        if not encodable(out[key]):
+            raise EnvValueError(key, "value holds a lone surrogate (no child env can carry it)")
     return out
+
+
+def encodable(text: str) -> bool:
+    """True when ``text`` can be encoded for a child env (a lone surrogate cannot)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def snapshot_env(environ: Mapping[str, str], what: str = "base") -> dict[str, str]:
@@ -141,6 +156,14 @@ def snapshot_env(environ: Mapping[str, str], what: str = "base") -> dict[str, st
             if not isinstance(value, str):
                 raise ConfigurationError(
                     f"{what}: {key!r} holds a {type(value).__name__}, not a string"
+                )
+        return copy
+    if not encodable("".join(copy)) or not encodable("".join(copy.values())):
+        for key, value in copy.items():
+            if not encodable(key) or not encodable(value):
+                shown = repr(key.encode("utf-8", "backslashreplace").decode("ascii"))
+                raise ConfigurationError(
+                    f"{what}: {shown} holds a lone surrogate (no child env can carry it)"
                 )
     return copy
 

@@ -553,7 +553,7 @@ class Host:
     def explain(self, base: Mapping[str, str] | None = None, **kwargs: object) -> Trace:
         """Run a build with a fresh, fingerprinting trace and return the trace."""
         trace = Trace(fingerprint=self.fingerprint)
-        self.build_subprocess_env(base, trace=trace, **kwargs)
+        self.build_subprocess_env(base, trace=trace, **kwargs)  # type: ignore[arg-type]
         return trace
 
 

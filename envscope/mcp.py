@@ -22,6 +22,8 @@ imports the SDK on first use.
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -29,8 +31,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from envscope._inputs import valid_name
-from envscope.audit.trace import Action, Reason, Stage
+from envscope.audit.trace import Action, Decision, Reason, Stage, Trace
 from envscope.errors import ConfigFileError, ConfigurationError
+from envscope.pipeline.stages import FORCE_PREFIX
 from envscope.policy._declarations import Origin, OriginKind
 from envscope.policy.surfaces import Surface
 
@@ -39,7 +42,6 @@ if TYPE_CHECKING:
 
     from mcp.client.stdio import StdioServerParameters
 
-    from envscope.audit.trace import Trace
     from envscope.host import Host
 
 __all__ = [
@@ -51,6 +53,7 @@ __all__ = [
 ]
 
 SdkDefaults = Literal["refuse", "allow"]
+LOGGER = "envscope.mcp"
 _REFERENCE = re.compile(r"\$\{([^}]*)\}")
 _MAX_CONFIG_BYTES = 1024 * 1024
 _SDK_ORIGIN = Origin(OriginKind.SURFACE, "MCP SDK get_default_environment()")
@@ -126,10 +129,42 @@ def stdio_server_parameters(
                 _SDK_ORIGIN,
                 value=os.environ.get(name),
             )
-    params: StdioServerParameters = stdio.StdioServerParameters(
+    params: StdioServerParameters = _masked_parameters_class(stdio)(
         command=command, args=arguments, env=child, cwd=None if cwd is None else os.fspath(cwd)
     )
     return params
+
+
+@functools.cache
+def _masked_parameters_class(stdio: ModuleType) -> type[StdioServerParameters]:
+    """The SDK's ``StdioServerParameters`` with a repr and str that show env keys, never values."""
+    base: type[StdioServerParameters] = stdio.StdioServerParameters
+
+    class MaskedStdioServerParameters(base):  # type: ignore[valid-type,misc]
+        """``StdioServerParameters`` whose repr masks the env's values (they hold credentials)."""
+
+        def __repr_args__(self) -> Any:
+            for name, value in super().__repr_args__():
+                if name == "env" and isinstance(value, Mapping):
+                    yield name, _MaskedEnv(value)
+                else:
+                    yield name, value
+
+    MaskedStdioServerParameters.__name__ = base.__name__
+    MaskedStdioServerParameters.__qualname__ = base.__qualname__
+    return MaskedStdioServerParameters
+
+
+class _MaskedEnv:
+    """Shows a child env as its keys with masked values (``{'K': ********}``)."""
+
+    __slots__ = ("_keys",)
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self._keys = list(env)
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{key!r}: ********" for key in self._keys) + "}"
 
 
 def _arguments(args: object, field: str) -> list[str]:
@@ -151,6 +186,7 @@ class McpServerConfig:
     env: Mapping[str, str]
     cwd: str | None
     path: str
+    top: str = "mcpServers"  # the key the servers live under in the file
 
     def __repr__(self) -> str:
         keys = sorted(self.env)  # the env block's names, never its values
@@ -208,6 +244,9 @@ def _server(
     where = f"{top}.{name}"
     if not isinstance(doc, Mapping):
         raise _field(path, where, "must be a mapping")
+    for flag in ("disabled", "enabled"):
+        if flag in doc and not isinstance(doc[flag], bool):
+            raise _field(path, f"{where}.{flag}", "must be true or false")
     if doc.get("disabled") is True or doc.get("enabled") is False:
         return None
     command = doc.get("command")
@@ -226,14 +265,17 @@ def _server(
     for key, value in raw_env.items():
         at = f"{where}.env.{key}"
         if not isinstance(key, str) or not valid_name(key):
-            raise _field(path, f"{where}.env", f"{key!r} is not a valid environment name")
+            shown = repr(key.partition("=")[0]) if isinstance(key, str) else type(key).__name__
+            raise _field(path, f"{where}.env", f"{shown} is not a valid environment name")
+        if key.upper().startswith(FORCE_PREFIX):
+            raise _field(path, at, f"an env block may not carry the force prefix {FORCE_PREFIX}")
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise _field(path, at, f"must be a string or a number, not {type(value).__name__}")
         env[key] = _interpolate(str(value), environ, path, at)
     cwd = doc.get("cwd")
     if cwd is not None and not isinstance(cwd, str):
         raise _field(path, f"{where}.cwd", "must be a string")
-    return McpServerConfig(name, command, tuple(raw_args), env, cwd, path)
+    return McpServerConfig(name, command, tuple(raw_args), env, cwd, path, top)
 
 
 def read_server_config(
@@ -260,8 +302,13 @@ def read_server_config(
     if not isinstance(servers, Mapping):
         raise _field(where, top, "must be a mapping of server names to servers")
     out: dict[str, McpServerConfig] = {}
+    seen: set[str] = set()
     for name, entry in servers.items():
-        server = _server(str(name), entry, environ, where, top)
+        label = str(name)
+        if label in seen:
+            raise _field(where, f"{top}.{label}", "two servers share this name")
+        seen.add(label)
+        server = _server(label, entry, environ, where, top)
         if server is not None:
             out[server.name] = server
     return out
@@ -274,20 +321,32 @@ def load_server_parameters(
     grants: Mapping[str, Sequence[str]] | None = None,
     passthrough: Sequence[str] = (),
     sdk_defaults: SdkDefaults = "refuse",
+    trace: Trace | None = None,
+    lenient: bool = False,
 ) -> dict[str, StdioServerParameters]:
     """``StdioServerParameters`` per stdio server of a config file, built for the bound home.
 
-    ``grants`` maps a server name to the block keys whose value may equal a
+    ``grants`` maps a server name to the block keys whose value may hold a
     secret the host holds (``stdio_server_parameters``'s ``grant``).
-    ``${NAME}`` references in a block read the host's environ.
+    ``${NAME}`` references in a block resolve against the env a child's build
+    starts from (``Host.parent_env``): under ``routed(home)`` the home's scope
+    over the process env with the launch residue stripped, never a launch
+    profile's value. A block entry the build refuses (it holds a host secret
+    and is not granted, it is an injection vector, an exported shell function)
+    is a ``ConfigFileError`` naming the file, the server and the key; with
+    ``lenient=True`` it is logged (logger ``envscope.mcp``) and left out.
     """
     grants = {} if grants is None else grants
-    servers = read_server_config(path, host.environ_snapshot())
+    where = os.fspath(path)
+    servers = read_server_config(where, host.parent_env())
     unknown = sorted(set(grants) - set(servers))
     if unknown:
         raise ConfigurationError(f"grants: no stdio server named {', '.join(unknown)}")
-    return {
-        name: stdio_server_parameters(
+    out: dict[str, StdioServerParameters] = {}
+    for name, server in servers.items():
+        record = Trace() if trace is None else trace
+        start = len(record)
+        params = stdio_server_parameters(
             host,
             server.command,
             server.args,
@@ -296,6 +355,32 @@ def load_server_parameters(
             grant=grants.get(name, ()),
             passthrough=passthrough,
             sdk_defaults=sdk_defaults,
+            trace=record,
         )
-        for name, server in servers.items()
-    }
+        _check_refusals(list(record)[start:], server, lenient=lenient)
+        out[name] = params
+    return out
+
+
+_REFUSING_STAGES = frozenset({Stage.EXTRA, Stage.SANITIZE})
+
+
+def _check_refusals(
+    decisions: Sequence[Decision], server: McpServerConfig, *, lenient: bool
+) -> None:
+    """Each block entry the build kept from the server: an error naming file, server and key."""
+    final = {d.key: d for d in decisions}
+    for key in server.env:
+        decision = final.get(key)
+        if decision is None or not decision.removed or decision.stage not in _REFUSING_STAGES:
+            continue
+        message = f"refused ({decision.reason.sentence})"
+        if decision.reason is Reason.ALIAS_OF:
+            message = (
+                "refused: the value holds a secret the host holds; grant the key to this "
+                "server to pass it (load_server_parameters(grants=...))"
+            )
+        field = f"{server.top}.{server.name}.env.{key}"
+        if not lenient:
+            raise ConfigFileError(server.path, message, field=field)
+        logging.getLogger(LOGGER).warning("%s: %s: %s (left out)", server.path, field, message)

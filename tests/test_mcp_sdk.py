@@ -283,11 +283,13 @@ def test_real_server_routed_gets_its_own_home_and_scope(real_host: Host, tmp_pat
 def test_real_github_config_copying_the_host_token_is_refused_until_granted(
     real_host: Host, tmp_path: Path
 ) -> None:
-    """A GitHub-MCP config with ``${GITHUB_TOKEN}``: refused (the trace says why), then granted."""
+    """A GitHub-MCP config with ``${GITHUB_TOKEN}``: an error naming the entry; lenient drops it."""
     command, args = server_command()
     server = {**GITHUB_SERVER, "command": command, "args": args}
     path = _write(tmp_path, "mcp.json", {"mcpServers": {"github": server}})
-    refused = load_server_parameters(real_host, path)["github"]
+    with pytest.raises(ConfigFileError, match=r"github\.env\.GITHUB_PERSONAL_ACCESS_TOKEN"):
+        load_server_parameters(real_host, path)
+    refused = load_server_parameters(real_host, path, lenient=True)["github"]
     granted = load_server_parameters(
         real_host, path, grants={"github": ["GITHUB_PERSONAL_ACCESS_TOKEN"]}
     )["github"]

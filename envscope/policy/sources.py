@@ -65,7 +65,8 @@ class StaticSource:
     ) -> None:
         self._name = name
         self._values = {k: dict(v) for k, v in values.items()}
-        self.credential_names = tuple(credential_names)
+        self.credential_names: tuple[str, ...] = ()
+        self.credential_names = credential_names_of(_Named(name, credential_names))
 
     @property
     def name(self) -> str:
@@ -77,3 +78,13 @@ class StaticSource:
         merged = dict(self._values.get("*", {}))
         merged.update(self._values.get(home, {}))
         return merged
+
+
+class _Named:
+    """A name and ``credential_names`` to check before a ``StaticSource`` keeps them."""
+
+    __slots__ = ("credential_names", "name")
+
+    def __init__(self, name: str, credential_names: object) -> None:
+        self.name = name
+        self.credential_names = credential_names

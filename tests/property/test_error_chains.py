@@ -225,9 +225,10 @@ def test_no_error_chain_holds_the_input_value(case: str, secret: str) -> None:
         assert_clean(info.value, secret)
 
 
-def test_a_bad_name_in_extra_is_named_but_is_no_value() -> None:
-    """A key is a name, not a value: it may be named in the error (documents the boundary)."""
+def test_a_bad_name_in_extra_is_named_up_to_its_equals_sign() -> None:
+    """A docker-style ``K=value`` key: the error names ``K``, never what follows the ``=``."""
     with tempfile.TemporaryDirectory() as top, pytest.raises(EnvscopeError) as info:
-        _extra_bad_name(Path(top), "name-part")
-    assert "name-part" in str(info.value)
+        _extra_bad_name(Path(top), "value-part")
+    assert "value-part" not in str(info.value)
+    assert "'K'" in str(info.value)
     assert info.value.__context__ is None
