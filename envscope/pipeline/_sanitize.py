@@ -66,6 +66,7 @@ class SanitizeOptions:
     refuse: Callable[[str], bool] | None = None  # injection vectors extras/passthrough may not add
     launch_env: Entries = field(default_factory=dict)
     strip_secret_values: bool = True
+    managed_names: frozenset[str] = frozenset()  # upper-cased: a surface policy never drops one
     # On the mcp surface ``extra`` is the server's env block: the operator's grant.
     extra_is_block: bool = False
     grant: frozenset[str] = frozenset()  # exact spellings of extra keys received as given
@@ -94,7 +95,7 @@ def sanitize(
     there: none reaches a child.
     """
     _check_block(options)
-    out = _filter_base(entries, options.base_filter, trace)
+    out = _filter_base(entries, options.base_filter, options.managed_names, trace)
     _merge(out, options, trace)
     admitted = _admitted(out, options)
     _strip_tiers(out, options, admitted, trace)
@@ -219,13 +220,30 @@ def _drop(out: Entries, indexes: Iterable[str], reason: Reason, trace: Trace | N
             trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
 
 
-def _filter_base(entries: Entries, base_filter: BaseFilter | None, trace: Trace | None) -> Entries:
-    """Stage 4 (a) and (b): the surface filter, and force-prefixed keys of the base dropped."""
+_POLICY_REJECTIONS = frozenset({Reason.NOT_INHERITED, Reason.EXCLUDED})
+
+
+def _filter_base(
+    entries: Entries,
+    base_filter: BaseFilter | None,
+    managed_names: frozenset[str],
+    trace: Trace | None,
+) -> Entries:
+    """Stage 4 (a) and (b): the surface filter, and force-prefixed keys of the base dropped.
+
+    An administrator-managed key wins over a surface policy's ``inherit`` and
+    ``exclude`` (managed values win everywhere); the MCP allowlist still applies.
+    """
     out: Entries = {}
     for idx, item in entries.items():
         up = item[0].upper()
         if base_filter is not None:
             rejected = base_filter.reject(up)
+            if rejected in _POLICY_REJECTIONS and up in managed_names:
+                if trace is not None:
+                    reason = Reason.MANAGED_KEY
+                    trace.record(item[0], Action.KEPT, Stage.SANITIZE, reason, value=item[1])
+                rejected = None
             if rejected is not None:
                 if trace is not None:
                     origin = None if rejected is Reason.NOT_ALLOWLISTED else base_filter.origin

@@ -240,6 +240,7 @@ def _sanitize_options(
             else stages.to_entries(request.snapshot, fold=False)
         ),
         strip_secret_values=settings.strip_value_aliases,
+        managed_names=frozenset(map(norm, request.managed)),
         extra_is_block=surface is Surface.MCP,
         grant=request.granted,
         fold=fold,

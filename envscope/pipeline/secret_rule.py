@@ -141,6 +141,7 @@ class SecretRule:
 
     __slots__ = (
         "_host",
+        "_launch_pairs",
         "_launch_policy",
         "_own",
         "_policy",
@@ -181,6 +182,7 @@ class SecretRule:
         self._ungrantable = ungrantable
         self._host = _Secrets()
         self._scope = _Secrets()
+        self._launch_pairs: set[tuple[str, str]] = set()  # routed: (NAME, value) the launch holds
         managed = {} if managed is None else managed
         managed_up = {k.upper(): v for k, v in managed.items()}
         for values in launch_values:
@@ -205,10 +207,12 @@ class SecretRule:
         self._scope.seal()
 
     def _collect_host(self, key: str, value: str, *, launch: bool) -> None:
-        if len(value) < MIN_SECRET_LENGTH:
-            return
         decl = self.declaration(key)
         if decl is None:
+            return
+        if launch:  # the launch process's value of a declared name: a launch credential
+            self._launch_pairs.add((decl.name, value))
+        if len(value) < MIN_SECRET_LENGTH:
             return
         grade = _tier_grade(decl, self.inherit_credentials, self._ungrantable)
         if grade is None and launch:
@@ -231,10 +235,19 @@ class SecretRule:
         return stricter_declaration(decl, launch.declaration(name))
 
     def denies(self, name: str, value: str | None = None) -> Declaration | None:
-        """The declaration that keeps this name from this child, or None (Tier 2 inherited)."""
+        """The declaration that keeps ``name=value`` from this child, or None.
+
+        Tier 1 always; Tier 2 unless credentials are inherited; under routing, the
+        launch process's own value of a declared name too (a launch credential,
+        whatever its length), unless it is also the routed profile's own.
+        """
         decl = self.declaration(name, value)
-        if decl is None or (decl.tier is Tier.TIER2 and self.inherit_credentials):
+        if decl is None:
             return None
+        if decl.tier is Tier.TIER2 and self.inherit_credentials:
+            own = value is not None and value in self._own.get(decl.name, ())
+            if own or (decl.name, value) not in self._launch_pairs:
+                return None
         return decl
 
     def is_ungrantable(self, name: str) -> bool:

@@ -79,7 +79,9 @@ class Reason(enum.Enum):
 _SENTENCES: dict[Reason, str] = {
     Reason.INHERITED: "inherited from the parent; no rule declares it",
     Reason.GLOBAL_NAME: "a global name; never launch residue",
-    Reason.MANAGED_KEY: "an administrator-managed key; never launch residue",
+    Reason.MANAGED_KEY: (
+        "an administrator-managed key: never launch residue, kept by every surface policy"
+    ),
     Reason.LAUNCH_RESIDUE: "the launch profile put it into the process env",
     Reason.LAUNCH_GATE: "an authorization gate of the launch profile",
     Reason.LAUNCH_CREDENTIAL: "a launch credential; a routed child gets its own profile's",
