@@ -20,7 +20,7 @@ import logging
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from envscope._inputs import snapshot_env
 from envscope.errors import ConfigurationError, SpawnBlockedError
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from envscope.host import Host
 
-__all__ = ["SPAWN_EVENTS", "guard", "offences"]
+__all__ = ["MULTIPROCESSING_EVENT", "SPAWN_EVENTS", "guard", "offences"]
 
 LOGGER = "envscope.guard"
 SPAWN_EVENTS = frozenset(
@@ -191,6 +191,36 @@ def _on_spawn(event: str, args: tuple[object, ...]) -> None:
     )
 
 
+MULTIPROCESSING_EVENT = "multiprocessing.spawnv_passfds"
+"""The pseudo-event of a multiprocessing ``spawn``/``forkserver`` start (no audit event exists)."""
+
+
+def _guard_multiprocessing() -> None:
+    """Check the process env where multiprocessing starts an interpreter (POSIX).
+
+    The ``spawn`` and ``forkserver`` start methods (and the resource tracker)
+    start their child with ``multiprocessing.util.spawnv_passfds``, which
+    raises no audit event: the child inherits the process env. The guard
+    wraps that one function, once, so the start is checked like ``os.system``.
+    """
+    if os.name != "posix":  # pragma: no cover - Windows starts them through CreateProcess
+        return
+    from multiprocessing import util
+
+    original = util.spawnv_passfds
+    if getattr(original, "envscope_guarded", False):
+        return
+
+    def spawnv_passfds(path: Any, args: Any, passfds: Any) -> int:
+        _on_spawn(MULTIPROCESSING_EVENT, ())
+        pid: int = original(path, args, passfds)
+        return pid
+
+    spawnv_passfds.envscope_guarded = True  # type: ignore[attr-defined]
+    spawnv_passfds.__wrapped__ = original  # type: ignore[attr-defined]
+    util.spawnv_passfds = spawnv_passfds
+
+
 def guard(host: Host, *, mode: Literal["raise", "warn", "off"] = "raise") -> None:
     """Install (once) the runtime guard's audit hook and set its switch for ``host``.
 
@@ -209,5 +239,6 @@ def guard(host: Host, *, mode: Literal["raise", "warn", "off"] = "raise") -> Non
             package = os.path.dirname(os.path.abspath(__file__)) + os.sep
             _SWITCH.skip_prefixes = (stdlib, package)
             sys.addaudithook(_audit_hook)
+            _guard_multiprocessing()
             _SWITCH.installed = True
     _SWITCH.active = _Active(host, mode)

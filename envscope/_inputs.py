@@ -6,13 +6,19 @@ import os
 import sys
 from collections.abc import Iterable, Mapping
 
-from envscope.errors import ConfigurationError, EnvscopeError, EnvValueError
+from envscope.errors import (
+    ConfigurationError,
+    EnvscopeError,
+    EnvValueError,
+    PassthroughRefusedError,
+)
 
 __all__ = [
     "DEFAULT_MAX_ENV_BYTES",
     "ENVIRON_COPIES",
     "WINDOWS",
     "EnvironCopies",
+    "build_arguments",
     "coerce_extra",
     "encodable",
     "home_identity",
@@ -95,6 +101,35 @@ def home_identity(path: str | os.PathLike[str]) -> str:
     return os.path.normcase(resolved) if WINDOWS else resolved
 
 
+def build_arguments(
+    extra: Mapping[str, object] | None,
+    passthrough: Iterable[str],
+    grant: Iterable[str],
+    ungrantable: frozenset[str],
+) -> tuple[tuple[str, ...], frozenset[str], dict[str, str]]:
+    """A build's arguments checked: passthrough names, grants, ``extra``.
+
+    A grant names an exact key of ``extra`` that can pass: one that ``extra``
+    does not hold, or a secret source's credential (``ungrantable``, upper-cased),
+    is a ``PassthroughRefusedError``.
+    """
+    names = name_list(passthrough, "passthrough", allow_empty=True)
+    granted = frozenset(name_list(grant, "grant"))
+    extras = coerce_extra(extra)
+    if granted:
+        missing = sorted(granted - set(extras))
+        if missing:
+            raise PassthroughRefusedError(
+                missing[0], "grant names a key that extra does not hold (it can never pass)"
+            )
+        for key in sorted(granted):
+            if key.upper() in ungrantable:
+                raise PassthroughRefusedError(
+                    key, "grant refused: a secret source's credential is never grantable"
+                )
+    return names, granted, extras
+
+
 def coerce_extra(extra: Mapping[str, object] | None) -> dict[str, str]:
     """Validate the caller's explicit values (an MCP ``env:`` block): scalars only."""
     if extra is None:
@@ -149,7 +184,8 @@ def snapshot_env(environ: Mapping[str, str], what: str = "base") -> dict[str, st
         raise ConfigurationError(
             f"{what} must be a mapping of names to values, not a {type(environ).__name__}"
         )
-    if not _all_text(copy):
+    joined = _joined(copy)
+    if joined is None or not (encodable(joined[0]) and encodable(joined[1])):
         for key, value in copy.items():
             if not isinstance(key, str):
                 raise ConfigurationError(f"{what}: a name is a {type(key).__name__}, not a string")
@@ -157,9 +193,6 @@ def snapshot_env(environ: Mapping[str, str], what: str = "base") -> dict[str, st
                 raise ConfigurationError(
                     f"{what}: {key!r} holds a {type(value).__name__}, not a string"
                 )
-        return copy
-    if not encodable("".join(copy)) or not encodable("".join(copy.values())):
-        for key, value in copy.items():
             if not encodable(key) or not encodable(value):
                 shown = repr(key.encode("utf-8", "backslashreplace").decode("ascii"))
                 raise ConfigurationError(
@@ -168,14 +201,16 @@ def snapshot_env(environ: Mapping[str, str], what: str = "base") -> dict[str, st
     return copy
 
 
-def _all_text(env: dict[str, str]) -> bool:
-    """True when every key and value is a string (two C-level joins: this runs per build)."""
+def _joined(env: dict[str, str]) -> tuple[str, str] | None:
+    """Every key and every value joined, or None when one is not a string.
+
+    Two C-level joins: this runs per build, and the joined text is checked for
+    lone surrogates at once (``encodable``: ASCII text costs one ``isascii``).
+    """
     try:
-        "".join(env)
-        "".join(env.values())
+        return "".join(env), "".join(env.values())
     except TypeError:
-        return False
-    return True
+        return None
 
 
 def _copy_live(environ: Mapping[str, str]) -> dict[str, str]:

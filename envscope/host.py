@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from envscope._inputs import (
     DEFAULT_MAX_ENV_BYTES,
     WINDOWS,
-    coerce_extra,
+    build_arguments,
     home_identity,
     name_list,
     snapshot_env,
@@ -28,7 +28,7 @@ from envscope._inputs import (
 )
 from envscope._launch import LaunchState
 from envscope.audit.trace import Trace
-from envscope.errors import ConfigurationError, PassthroughRefusedError, RoutingError
+from envscope.errors import ConfigurationError, RoutingError
 from envscope.pipeline import stages
 from envscope.pipeline._binding import Binding
 from envscope.pipeline._memo import BuildMemo, MemoKey
@@ -40,6 +40,7 @@ from envscope.pipeline.build import (
     parent_env,
     remembered,
     secret_rule,
+    unscrubbed,
 )
 from envscope.pipeline.secret_rule import SecretRule
 from envscope.policy._declarations import HomeDeclarations, Origin, OriginKind, norm
@@ -328,85 +329,49 @@ class Host:
         except a value that holds a secret the host holds (unless the key is
         in ``grant``), an injection vector, or an exported shell function.
         """
-        request = self._request(
-            base,
-            surface=surface,
-            extra=extra,
-            inherit_credentials=inherit_credentials,
-            strip_launch_profile=strip_launch_profile,
-            passthrough=passthrough,
-            grant=grant,
-            scrub=scrub,
+        surface = surface_of(surface)
+        passthrough, granted, extras = build_arguments(
+            extra, passthrough, grant, self._source_credentials
         )
-        if isinstance(request, dict):  # scrub=False: the base and the extras, as given
-            if trace is not None:
-                given = self.environ_snapshot() if base is None else base
-                _trace_unscrubbed(trace, given, extra, request)
-            return request
-        memo: BuildMemo | None = None if request.binding is None else request.binding.memo
-        if request.binding is None:
-            memo = None if request.routed else self._memo  # unbound multiplex: residue re-read
+        process = snapshot_env(self._environ, "environ")
+        snapshot = process if base is None else snapshot_env(base)
+        if not scrub:
+            return unscrubbed({**snapshot, **extras}, trace)
+        binding, target, routed, policy = self._context(surface)
+        memo: BuildMemo | None = self._memo if binding is None else binding.memo
+        if binding is None and routed:
+            memo = None  # unbound multiplex: the launch residue is re-read per build
         key: MemoKey | None = None
-        if memo is not None:
+        if memo is not None:  # asked before a request is made: a warm spawn ends here
             launch = self._launch
             shape = (
-                request.surface,
+                surface,
                 inherit_credentials,
                 strip_launch_profile,
-                tuple(request.passthrough),
-                tuple(request.extras.items()),  # each MCP server's env block is its own shape
-                request.granted,
+                tuple(passthrough),
+                tuple(extras.items()),  # each MCP server's env block is its own shape
+                granted,
                 trace is not None,  # a traced build keeps its decisions too
             )
-            same = (request.policy, launch.managed_values, launch.keep(), launch.launch_values)
-            equal = (request.snapshot, request.supplied, None if base is None else request.process)
-            key = (shape, same, equal)
-            child = remembered(memo, key, trace)
-            if child is not None:
-                return child
-        if request.routed and strip_launch_profile:
+            same = (policy, launch.managed_values, launch.keep(), launch.launch_values)
+            supplied = self._supplied(binding) if surface.is_allowlist else None
+            key = (shape, same, (snapshot, supplied, None if base is None else process))
+            hit = remembered(memo, key, trace)
+            if hit is not None:
+                return hit
+        request = self._request(
+            snapshot, process, extras, binding, target, routed, policy,
+            surface=surface, inherit_credentials=inherit_credentials, passthrough=passthrough,
+            granted=granted,
+        )  # fmt: skip
+        if routed and strip_launch_profile:
             request = replace(request, residue_rule=self._residue_rule(request))
         child = build_child(memo, key, trace, request)
         self._admit(request, child)
         return child
 
-    def _request(
-        self,
-        base: Mapping[str, str] | None,
-        *,
-        surface: Surface | str,
-        extra: Mapping[str, object] | None,
-        inherit_credentials: bool,
-        strip_launch_profile: bool = True,
-        passthrough: Sequence[str] = (),
-        grant: Sequence[str] = (),
-        scrub: bool = True,
-    ) -> BuildRequest | dict[str, str]:
-        """The caller's arguments checked, and what this context's build reads.
-
-        ``scrub=False`` returns the base with the extras over it (forced keys
-        never unwrapped, none passed: dropped).
-        """
-        surface = surface_of(surface)
-        passthrough = name_list(passthrough, "passthrough", allow_empty=True)
-        granted = frozenset(name_list(grant, "grant"))
-        extras = coerce_extra(extra)
-        missing = sorted(granted - set(extras))
-        if missing:
-            raise PassthroughRefusedError(
-                missing[0], "grant names a key that extra does not hold (it can never pass)"
-            )
-        for key in granted:
-            if norm(key) in self._source_credentials:
-                raise PassthroughRefusedError(
-                    key, "grant refused: a secret source's credential is never grantable"
-                )
-        process = snapshot_env(self._environ, "environ")
-        snapshot = process if base is None else snapshot_env(base)
-        if not scrub:
-            return {
-                k: v for k, v in {**snapshot, **extras}.items() if not stages.is_forced(k.upper())
-            }
+    def _context(self, surface: Surface) -> tuple[Binding | None, str, bool, SecretPolicy]:
+        """This context's binding, target home, whether it is routed, and the target's policy."""
         binding = self._binding.get()
         if binding is None and self.multiplex and surface.needs_routed_home:
             raise RoutingError(
@@ -415,6 +380,24 @@ class Host:
             )
         target = self.launch_home if binding is None else binding.home
         routed = self.multiplex if binding is None else binding.routed
+        return binding, target, routed, self._policy_of(target)  # the stamp: checked per build
+
+    def _request(
+        self,
+        snapshot: dict[str, str],
+        process: dict[str, str],
+        extras: dict[str, str],
+        binding: Binding | None,
+        target: str,
+        routed: bool,
+        policy: SecretPolicy,
+        *,
+        surface: Surface,
+        inherit_credentials: bool,
+        passthrough: tuple[str, ...] = (),
+        granted: frozenset[str] = frozenset(),
+    ) -> BuildRequest:
+        """Everything one build reads, for this context (the residue rule comes on a miss)."""
         launch = self._launch
         return BuildRequest(
             settings=self._settings(),
@@ -424,7 +407,7 @@ class Host:
             binding=binding,
             target=target,
             routed=routed,
-            policy=self._policy_of(target),  # the manifest stamp: checked on every build
+            policy=policy,
             launch_policy=self._launch_policy(binding) if routed else None,
             residue_rule=None,
             managed=launch.managed() if routed else (launch.managed_values or {}),
@@ -483,7 +466,11 @@ class Host:
     def _residue_rule(self, request: BuildRequest) -> ResidueRule:
         """Stage 1's rule: the launch residue, the names kept, the policies that declare."""
         policy, launch_policy = request.policy, request.launch_policy
-        policies = (policy,) if launch_policy in (None, policy) else (policy, launch_policy)
+        policies = (
+            (policy,)
+            if launch_policy is None or launch_policy is policy
+            else (policy, launch_policy)
+        )
         keep = self._launch.keep()
         if request.binding is None:  # unbound multiplex: the residue is re-read per build
             return ResidueRule(self.launch_residue(), keep, policies)
@@ -526,11 +513,7 @@ class Host:
         The same rule ``build_subprocess_env`` applies for these arguments: which
         names are declared for the child, which values are secrets it may not get.
         """
-        request = self._request(
-            None, surface=surface, extra=extra, inherit_credentials=inherit_credentials
-        )
-        assert not isinstance(request, dict)  # scrub is on
-        return secret_rule(request)
+        return secret_rule(self._request_here(surface, extra, inherit_credentials))
 
     def parent_env(self) -> dict[str, str]:
         """The env a build in this context starts from: stages 1-3 over the process env.
@@ -538,13 +521,23 @@ class Host:
         Under ``routed(home)``: the launch residue stripped, the home's scope and
         the managed keys over it; else a copy of the process env.
         """
-        request = self._request(
-            None, surface=Surface.TERMINAL, extra=None, inherit_credentials=False
-        )
-        assert not isinstance(request, dict)
+        request = self._request_here(Surface.TERMINAL, None, False)
         if request.routed:
             request = replace(request, residue_rule=self._residue_rule(request))
         return parent_env(request)
+
+    def _request_here(
+        self, surface: Surface | str, extra: Mapping[str, object] | None, inherit: bool
+    ) -> BuildRequest:
+        """The request a build in this context would make (no base, no passthrough, no grant)."""
+        surface = surface_of(surface)
+        _, _, extras = build_arguments(extra, (), (), self._source_credentials)
+        process = snapshot_env(self._environ, "environ")
+        binding, target, routed, policy = self._context(surface)
+        return self._request(
+            process, process, extras, binding, target, routed, policy,
+            surface=surface, inherit_credentials=inherit,
+        )  # fmt: skip
 
     def admitted(self, key: str, value: str) -> bool:
         """True when a build handed ``key=value`` over as given (a grant, an MCP block entry)."""
@@ -555,19 +548,3 @@ class Host:
         trace = Trace(fingerprint=self.fingerprint)
         self.build_subprocess_env(base, trace=trace, **kwargs)  # type: ignore[arg-type]
         return trace
-
-
-def _trace_unscrubbed(
-    trace: Trace,
-    base: Mapping[str, str],
-    extra: Mapping[str, object] | None,
-    child: Mapping[str, str],
-) -> None:
-    """``scrub=False``: every key kept unscrubbed, every force-prefixed key dropped."""
-    from envscope.audit.trace import Action, Reason, Stage
-
-    for key in dict.fromkeys([*base, *(extra or {})]):
-        if key in child:
-            trace.record(key, Action.KEPT, Stage.SANITIZE, Reason.UNSCRUBBED, value=child[key])
-        else:
-            trace.record(key, Action.STRIPPED, Stage.SANITIZE, Reason.FORCE_PREFIX_IN_BASE)

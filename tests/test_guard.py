@@ -285,3 +285,26 @@ def test_hook_called_directly(host: Host, caplog: pytest.LogCaptureFixture, mode
     for _ in range(2):
         _audit_hook("subprocess.Popen", popen)
     assert len(caplog.records) == (1 if mode == "warn" else 0)
+
+
+def _child() -> None:
+    """A multiprocessing target (the test only checks whether it may start)."""
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_multiprocessing_spawn_and_forkserver_starts_are_guarded(
+    make_host: HostFactory, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    """No audit event exists for these starts: the guard checks the inherited process env."""
+    import multiprocessing
+
+    monkeypatch.setenv("ENVSCOPE_TEST_MP_BOT", "fake-mp-bot-token-0123456")
+    host = make_host({"PATH": "/b", "TELEGRAM_BOT_TOKEN": "fake-mp-bot-token-0123456"})
+    envscope.guard(host, mode="raise")
+    try:
+        process = multiprocessing.get_context(method).Process(target=_child)  # type: ignore[attr-defined]
+        with pytest.raises(SpawnBlockedError, match="ENVSCOPE_TEST_MP_BOT") as info:
+            process.start()
+        assert info.value.event == "multiprocessing.spawnv_passfds"
+    finally:
+        envscope.guard(host, mode="off")

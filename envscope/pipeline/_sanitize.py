@@ -176,9 +176,12 @@ def _strip_secret_values(
     Tier 2 credential; the pinned home variable is the child's own.
     """
     rule = options.rule
+    if not rule:
+        return
     pinned = {k.upper() for k in options.pinned}
-    for idx, (key, value) in list(out.items()):
-        match = rule.find(value, own=rule.is_own(key, value))
+    entries = list(out.items())
+    matches = rule.find_in([item for _, item in entries])
+    for (idx, (key, value)), match in zip(entries, matches, strict=True):
         if match is None or key.upper() in pinned:
             continue
         if idx in admitted.granted:
@@ -318,23 +321,30 @@ def _strip_tiers(
     """Stage 4 (d): Tier 1 always, Tier 2 unless credentials are inherited (the rule's word)."""
     rule = options.rule
     for idx, (key, value) in list(out.items()):
-        decl = rule.declaration(key, value)
-        if decl is None:
-            continue
-        if admitted.by_name(idx):
+        decl = rule.denies(key, value)
+        if decl is None or admitted.by_name(idx):
             if trace is not None:
-                reason = Reason.SERVER_GRANT if idx in admitted.block else Reason.GRANTED
-                trace.record(key, Action.KEPT, Stage.SANITIZE, reason, CALLER_ORIGIN, value=value)
-            continue
-        if rule.denies(key, value) is None:
-            if trace is not None:
-                reason = Reason.TIER2_INHERITED
-                trace.record(key, Action.KEPT, Stage.SANITIZE, reason, decl.origin, value=value)
+                _record_kept(trace, rule, key, value, admitted, idx)
             continue
         del out[idx]
         if trace is not None:
             reason = Reason.TIER1 if decl.tier is Tier.TIER1 else Reason.TIER2
             trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, decl.origin, value=value)
+
+
+def _record_kept(
+    trace: Trace, rule: SecretRule, key: str, value: str, admitted: _Admitted, idx: str
+) -> None:
+    """Stage 4 (d)'s record of a declared key it keeps: granted, or a credential inherited."""
+    decl = rule.declaration(key, value)
+    if decl is None:
+        return
+    if admitted.by_name(idx):
+        reason = Reason.SERVER_GRANT if idx in admitted.block else Reason.GRANTED
+        trace.record(key, Action.KEPT, Stage.SANITIZE, reason, CALLER_ORIGIN, value=value)
+    else:
+        reason = Reason.TIER2_INHERITED
+        trace.record(key, Action.KEPT, Stage.SANITIZE, reason, decl.origin, value=value)
 
 
 def _resolve_passthrough(out: Entries, options: SanitizeOptions, trace: Trace | None) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from envscope.audit.trace import Trace, keep_value
+from envscope.audit.trace import Action, Reason, Stage, Trace, keep_value
 from envscope.pipeline import stages
 from envscope.pipeline._sanitize import SanitizeOptions, sanitize
 from envscope.pipeline.secret_rule import SecretRule
@@ -37,6 +37,7 @@ __all__ = [
     "remembered",
     "run_build",
     "secret_rule",
+    "unscrubbed",
 ]
 
 
@@ -300,3 +301,19 @@ def parent_env(request: BuildRequest) -> dict[str, str]:
     if request.routed:
         entries = _routed_stages(request, entries, None)
     return stages.from_entries(entries)
+
+
+def unscrubbed(given: Mapping[str, str], trace: Trace | None) -> dict[str, str]:
+    """``scrub=False``: the base and the extras as given, without a force-prefixed key.
+
+    The one thing an unscrubbed build still does: no force-prefixed key (any
+    case) reaches a child, and none is unwrapped. Each key is traced.
+    """
+    child = {k: v for k, v in given.items() if not stages.is_forced(k.upper())}
+    if trace is not None:
+        for key, value in given.items():
+            if key in child:
+                trace.record(key, Action.KEPT, Stage.SANITIZE, Reason.UNSCRUBBED, value=value)
+            else:
+                trace.record(key, Action.STRIPPED, Stage.SANITIZE, Reason.FORCE_PREFIX_IN_BASE)
+    return child

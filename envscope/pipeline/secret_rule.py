@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING
 from envscope.policy._declarations import Declaration, Tier
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
 
     from envscope.policy._declarations import Origin
     from envscope.policy._secret_policy import SecretPolicy
@@ -122,6 +122,13 @@ class _Secrets:
     def seal(self) -> None:
         self.longest_first = sorted(self.by_value, key=lambda v: (-len(v), v))
 
+    def present_in(self, text: str) -> _Secrets:
+        """The secrets that occur in ``text`` (one substring search each), as a domain."""
+        present = _Secrets()
+        present.longest_first = [s for s in self.longest_first if s in text]
+        present.by_value = {s: self.by_value[s] for s in present.longest_first}
+        return present
+
     def find(self, value: str) -> SecretMatch | None:
         whole = self.by_value.get(value)
         if whole is not None:
@@ -140,6 +147,7 @@ class SecretRule:
     """The secret rule of one build context (see the module docstring)."""
 
     __slots__ = (
+        "_declared",
         "_host",
         "_launch_pairs",
         "_launch_policy",
@@ -183,14 +191,19 @@ class SecretRule:
         self._host = _Secrets()
         self._scope = _Secrets()
         self._launch_pairs: set[tuple[str, str]] = set()  # routed: (NAME, value) the launch holds
+        self._declared: dict[str, Declaration | None] = {}  # NAME -> the stricter declaration
         managed = {} if managed is None else managed
         managed_up = {k.upper(): v for k, v in managed.items()}
+        seen: set[tuple[str, str]] = set()  # the process env, the base and the loads overlap
         for values in launch_values:
-            for key, value in values.items():
+            for pair in values.items():
+                if pair in seen:
+                    continue
+                seen.add(pair)
+                key, value = pair
                 # the managed file's own value: the administrator's, not the launch's
-                self._collect_host(
-                    key, value, launch=routed and managed_up.get(key.upper()) != value
-                )
+                launch = routed and managed_up.get(key.upper()) != value
+                self._collect_host(key, value, launch=launch)
         for values in (managed, *caller_values):
             for key, value in values.items():
                 self._collect_host(key, value, launch=False)
@@ -207,6 +220,8 @@ class SecretRule:
         self._scope.seal()
 
     def _collect_host(self, key: str, value: str, *, launch: bool) -> None:
+        if not launch and len(value) < MIN_SECRET_LENGTH:
+            return
         decl = self.declaration(key)
         if decl is None:
             return
@@ -228,11 +243,17 @@ class SecretRule:
         A routed profile's own value (``value`` among ``own[NAME]``) answers to
         the target's policy only.
         """
-        decl = self._policy.declaration(name)
+        up = name.upper()
         launch = self._launch_policy
-        if launch is None or (value is not None and value in self._own.get(name.upper(), ())):
-            return decl
-        return stricter_declaration(decl, launch.declaration(name))
+        if launch is None or (value is not None and value in self._own.get(up, ())):
+            return self._policy.declaration(up)
+        memo = self._declared
+        if up in memo:
+            return memo[up]
+        found = memo[up] = stricter_declaration(
+            self._policy.declaration(up), launch.declaration(up)
+        )
+        return found
 
     def denies(self, name: str, value: str | None = None) -> Declaration | None:
         """The declaration that keeps ``name=value`` from this child, or None.
@@ -273,13 +294,25 @@ class SecretRule:
             return found
         return self._host.find(value)
 
-    def find_in(self, items: Iterable[tuple[str, str]]) -> dict[str, SecretMatch]:
-        """``find`` for each ``(key, value)``; the keys whose value holds a secret."""
-        out: dict[str, SecretMatch] = {}
+    def find_in(self, items: Sequence[tuple[str, str]]) -> list[SecretMatch | None]:
+        """``find`` for each ``(key, value)``, in order (a routed profile's own value as own).
+
+        One pass for the lot: a secret that occurs in none of the values (one
+        substring search over them all) is not looked for value by value.
+        """
+        if not self:
+            return [None] * len(items)
+        joined = "\x00".join(value for _, value in items)
+        host = self._host.present_in(joined)
+        scope = self._scope.present_in(joined)
+        out: list[SecretMatch | None] = []
         for key, value in items:
-            match = self.find(value, own=self.is_own(key, value))
-            if match is not None:
-                out[key] = match
+            found = None
+            if len(value) >= MIN_SECRET_LENGTH:
+                found = scope.find(value)
+                if found is None and not self.is_own(key, value):
+                    found = host.find(value)
+            out.append(found)
         return out
 
     def public(self, match: SecretMatch) -> str:
