@@ -103,8 +103,15 @@ def _shell(host: Host) -> None:
         _exec,
         _shell,
     ],
-    ids=["run", "popen", "call", "check_call", "check_output", "create_subprocess_exec",
-         "create_subprocess_shell"],  # fmt: skip
+    ids=[
+        "run",
+        "popen",
+        "call",
+        "check_call",
+        "check_output",
+        "create_subprocess_exec",
+        "create_subprocess_shell",
+    ],
 )
 def test_env_keyword_is_refused(make_host: HostFactory, call: Callable[[Host], object]) -> None:
     """Every helper refuses env= (even env=None) with an error saying what to pass instead."""
@@ -288,9 +295,11 @@ def test_process_pool_is_a_configuration_error(
 ) -> None:
     """A process pool is refused inside envscope's error tree, before any pickling is tried."""
     host = _host(make_host)
-    with ProcessPoolExecutor(max_workers=1) as pool:
-        with pytest.raises(ConfigurationError, match="process pool cannot carry the routed"):
-            helper(pool, host.bound_home)
+    with (
+        ProcessPoolExecutor(max_workers=1) as pool,
+        pytest.raises(ConfigurationError, match="process pool cannot carry the routed"),
+    ):
+        helper(pool, host.bound_home)
 
 
 @pytest.mark.parametrize("name", ["spawn", "mcp"])

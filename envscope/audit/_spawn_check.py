@@ -47,6 +47,7 @@ import tokenize
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from envscope.audit._ignore import IgnoreRules, read_gitignore, repository_root
 from envscope.audit._spawn_scope import (
     Scope,
     Work,
@@ -65,10 +66,14 @@ __all__ = [
     "check_source",
     "exit_status",
     "format_spawn_sites",
+    "spawn_sites_json",
 ]
 
 ALLOW_COMMENT = "# envscope: allow-inherit"
-SKIP_DIRS = frozenset({".venv", "__pycache__", ".git", "node_modules", ".tox", ".nox"})
+SKIP_DIRS = frozenset(
+    {".venv", "__pycache__", ".git", "node_modules", ".tox", ".nox", "site-packages", "build"}
+)
+VENV_MARKER = "pyvenv.cfg"  # a virtualenv of any name (PEP 405)
 
 _ALLOW_RE = re.compile(r"#\s*envscope:\s*allow-inherit\b")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -277,41 +282,72 @@ def _cannot(path: str, what: str, exc: OSError) -> str:
     return f"{printable(path)}: cannot {what}: {exc.strerror or type(exc).__name__}"
 
 
-def _walk(top: str, seen_dirs: set[tuple[int, int]], errors: list[str]) -> Iterator[str]:
+def _skipped_dir(path: str, name: str, rules: IgnoreRules) -> bool:
+    """A directory pruned from the walk: a known name, a virtualenv, or an ignored one."""
+    if name in SKIP_DIRS or rules.ignored(path, is_dir=True):
+        return True
+    return os.path.lexists(os.path.join(path, VENV_MARKER))
+
+
+def _walk(
+    top: str, seen_dirs: set[tuple[int, int]], errors: list[str], rules: IgnoreRules
+) -> Iterator[str]:
     """``*.py`` under ``top``, following directory symlinks; each directory once (no loops).
 
     A ``*.py`` entry that cannot be stat'ed (a dangling or looping symlink) is
     an error, as is one that is not a regular file (reported when read).
+    Each directory's ``.gitignore`` applies below it.
     """
-    pending = [top]
+    pending = [(top, rules.extend(read_gitignore(top), top))]
     while pending:
-        directory = pending.pop()
+        directory, here = pending.pop()
         try:
             with os.scandir(directory) as listing:
                 entries = sorted(listing, key=lambda e: e.name)
         except OSError as exc:
             errors.append(_cannot(directory, "list", exc))
             continue
-        subdirs: list[str] = []
+        subdirs: list[tuple[str, IgnoreRules]] = []
         for entry in entries:
             try:
                 info = os.stat(entry.path)
             except OSError as exc:
-                if entry.name.endswith(".py"):
+                if entry.name.endswith(".py") and not here.ignored(entry.path, is_dir=False):
                     errors.append(_cannot(entry.path, "read", exc))
                 continue  # a broken link that is not Python source: nothing to check
             if stat.S_ISDIR(info.st_mode):
                 identity = (info.st_dev, info.st_ino)
-                if entry.name not in SKIP_DIRS and identity not in seen_dirs:
-                    seen_dirs.add(identity)
-                    subdirs.append(entry.path)
-            elif entry.name.endswith(".py"):
+                if identity in seen_dirs or _skipped_dir(entry.path, entry.name, here):
+                    continue
+                seen_dirs.add(identity)
+                subdirs.append((entry.path, here.extend(read_gitignore(entry.path), entry.path)))
+            elif entry.name.endswith(".py") and not here.ignored(entry.path, is_dir=False):
                 yield entry.path
         pending.extend(reversed(subdirs))
 
 
-def _python_files(paths: Sequence[str], errors: list[str]) -> Iterator[str]:
-    """Named files as given; directories walked for ``*.py`` (pruning ``SKIP_DIRS``)."""
+def _root_rules(top: str, exclude: Sequence[str]) -> IgnoreRules:
+    """The ``.gitignore`` rules from the repository root down to ``top``'s parent, then
+    ``--exclude`` (relative to ``top``)."""
+    rules = IgnoreRules()
+    root = repository_root(top)
+    if root is not None:
+        chain: list[str] = []
+        current = os.path.dirname(os.path.abspath(top))
+        while len(current) >= len(root):
+            chain.append(current)
+            if current == root:
+                break
+            current = os.path.dirname(current)
+        for directory in reversed(chain):
+            rules = rules.extend(read_gitignore(directory), directory)
+    return rules.extend(exclude, top)
+
+
+def _python_files(
+    paths: Sequence[str], errors: list[str], exclude: Sequence[str] = ()
+) -> Iterator[str]:
+    """Named files as given; directories walked for ``*.py`` (pruning what is skipped)."""
     seen_dirs: set[tuple[int, int]] = set()
     for path in paths:
         try:
@@ -328,7 +364,7 @@ def _python_files(paths: Sequence[str], errors: list[str]) -> Iterator[str]:
         identity = (info.st_dev, info.st_ino)
         if identity not in seen_dirs:
             seen_dirs.add(identity)
-            yield from _walk(path, seen_dirs, errors)
+            yield from _walk(path, seen_dirs, errors, _root_rules(path, exclude))
 
 
 MAX_SOURCE_BYTES = 16 * 1024 * 1024
@@ -389,17 +425,22 @@ def _decode_error(path: str, exc: UnicodeDecodeError) -> str:
     return f"{printable(path)}: not valid {codec} at byte {exc.start}"
 
 
-def check_paths(paths: Sequence[str]) -> tuple[list[SpawnSite], list[str]]:
+def check_paths(
+    paths: Sequence[str], *, exclude: Sequence[str] = ()
+) -> tuple[list[SpawnSite], list[str]]:
     """Check files and directory trees; returns the sites and one error per unchecked file.
 
     A file that cannot be read, decoded or parsed is an error string naming it
     (and the line, for a syntax error), never an exception. A file reached by
-    two paths (a symlink, a symlinked directory) is checked once.
+    two paths (a symlink, a symlinked directory) is checked once. Under a
+    directory, virtualenvs (a ``pyvenv.cfg``), ``SKIP_DIRS``, what
+    ``.gitignore`` ignores and ``exclude`` patterns are left out; a file
+    named explicitly is always checked.
     """
     sites: list[SpawnSite] = []
     errors: list[str] = []
     seen: set[tuple[int, int] | str] = set()
-    for path in _python_files(paths, errors):
+    for path in _python_files(paths, errors, exclude):
         key = _identity(path)
         if key in seen:
             continue
@@ -431,9 +472,11 @@ def _plural(count: int, one: str, many: str) -> str:
 def format_spawn_sites(
     sites: Sequence[SpawnSite], errors: Sequence[str], *, show_allowed: bool = False
 ) -> str:
-    """The report: one ``path:line:col: call: reason`` line per finding, errors, a summary."""
+    """The report: one ``path:line:col: call: reason`` line per finding, and a summary.
+
+    The errors are counted here; the command line prints each on stderr.
+    """
     lines = [str(site) for site in sites if show_allowed or not site.allowed]
-    lines.extend(f"error: {error}" for error in errors)
     bypass = sum(1 for site in sites if not site.allowed)
     allowed = len(sites) - bypass
     summary = (
@@ -451,3 +494,26 @@ def exit_status(sites: Sequence[SpawnSite], errors: Sequence[str]) -> int:
     if errors:
         return 2
     return 1 if any(not site.allowed for site in sites) else 0
+
+
+def spawn_sites_json(
+    sites: Sequence[SpawnSite], errors: Sequence[str], *, show_allowed: bool = False
+) -> dict[str, object]:
+    """The report as JSON: ``sites`` (path, line, col, call, reason, allowed) and ``errors``."""
+    shown = [site for site in sites if show_allowed or not site.allowed]
+    return {
+        "sites": [
+            {
+                "path": s.path,
+                "line": s.line,
+                "col": s.col,
+                "call": s.call,
+                "reason": s.reason,
+                "allowed": s.allowed,
+            }
+            for s in shown
+        ],
+        "errors": list(errors),
+        "bypassing": sum(1 for site in sites if not site.allowed),
+        "allowed": sum(1 for site in sites if site.allowed),
+    }
