@@ -199,22 +199,27 @@ class Layout:
     width: int | None = None
 
 
-def _shrink(rows: list[list[str]], column: int, width: int | None) -> list[list[str]]:
-    """Cut ``column``'s cells (with an ellipsis) so each line fits ``width`` where it can."""
+def _shrink(rows: list[list[str]], columns: Sequence[int], width: int | None) -> list[list[str]]:
+    """Cut ``columns``' cells, in that order, with an ellipsis so each line fits ``width``.
+
+    A cut column keeps at least ``MIN_SHRUNK_WIDTH`` characters: a table whose
+    other columns are wider than ``width`` stays wider.
+    """
     if width is None:
         return rows
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    room = width - sum(w for i, w in enumerate(widths) if i != column) - 2 * (len(widths) - 1)
-    room = max(room, MIN_SHRUNK_WIDTH)
-    if widths[column] <= room:
-        return rows
-    out = []
-    for row in rows:
-        cell = row[column]
-        if len(cell) > room:
-            row = [*row[:column], cell[: room - 1] + ELLIPSIS, *row[column + 1 :]]
-        out.append(row)
-    return out
+    for column in columns:
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        over = sum(widths) + 2 * (len(widths) - 1) - width
+        if over <= 0:
+            break
+        room = max(widths[column] - over, MIN_SHRUNK_WIDTH)
+        rows = [
+            [*row[:column], row[column][: room - 1] + ELLIPSIS, *row[column + 1 :]]
+            if len(row[column]) > room
+            else row
+            for row in rows
+        ]
+    return rows
 
 
 def _table(
@@ -223,11 +228,10 @@ def _table(
     color: bool,
     *,
     width: int | None = None,
-    shrink: int | None = None,
+    shrink: Sequence[int] = (),
 ) -> list[str]:
     grid = [[printable(cell) for cell in row] for row in rows]
-    if shrink is not None:
-        grid = _shrink(grid, shrink, width)
+    grid = _shrink(grid, shrink, width)
     widths = [max(len(r[i]) for r in grid) for i in range(len(grid[0]))]
     lines = []
     for n, row in enumerate(grid):
@@ -270,7 +274,8 @@ def format_explain(
     title = printable(f"envscope explain: {snapshot['surface']} child for {snapshot['home']}")
     if snapshot["routed"]:
         title += " (routed)"
-    table = _table(rows, 1, layout.color, width=layout.width, shrink=4) if len(rows) > 1 else []
+    cut = (4, 5) if values is not None else (4,)  # ORIGIN, then VALUE
+    table = _table(rows, 1, layout.color, width=layout.width, shrink=cut) if len(rows) > 1 else []
     lines = [title, "", *(table or ["(no key matches)"]), ""]
     kept = len(snapshot["child"])
     removed = sum(1 for info in snapshot["keys"].values() if not info["in_child"])
@@ -382,7 +387,7 @@ def format_diff(
     rows = [["KEY", "CHANGE", "WHY"], *([e.key, e.change, e.rule(labels)] for e in items)]
     counts = {c: sum(1 for e in items if e.change == c) for c in DIFF_CHANGES}
     summary = ", ".join(f"{n} {c}" for c, n in counts.items() if n or c != "incomparable")
-    table = _table(rows, None, False, width=layout.width, shrink=2)
+    table = _table(rows, None, False, width=layout.width, shrink=(2,))
     return "\n".join([head, "", *table, "", summary]) + "\n"
 
 
