@@ -86,7 +86,7 @@ def test_schemas_are_valid_and_shipped(name: str) -> None:
 
 def test_unknown_schema_name_is_refused() -> None:
     """load_schema names the shipped schemas when asked for another."""
-    with pytest.raises(ValueError, match="one of envscope.schema.json"):
+    with pytest.raises(ValueError, match=r"one of envscope\.schema\.json"):
         load_schema("nope.json")
 
 
