@@ -69,7 +69,9 @@ class Audited:
         """The config's name for a home, ``launch``, else the path."""
         if self.config is not None:
             return self.config.home_name(path)
-        return "launch" if home_identity(path) == self.host.launch_home else path
+        if home_identity(path) == self.host.launch_home:
+            return "launch"
+        return _report.display_path(path, os.getcwd())
 
 
 @dataclass(slots=True)

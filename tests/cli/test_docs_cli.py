@@ -22,12 +22,23 @@ ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/operator", "LANG": "C.UTF-8",
        "ENVSCOPE_FINGERPRINT_KEY": "demo-key-for-the-docs"}  # fmt: skip
 
 
-def render(args: str, capsys: pytest.CaptureFixture[str]) -> str:
-    """What ``envscope --config fixtures/demo/envscope.yaml ARGS`` prints (stdout, then stderr)."""
+ASSIGNMENT = re.compile(r"[A-Z_][A-Z0-9_]*=")
+
+
+def render(args: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> str:
+    """What ``[NAME=VALUE...] envscope --config fixtures/demo/envscope.yaml ARGS`` prints.
+
+    Leading ``NAME=VALUE`` words set the env of that one run, as in a shell
+    (``COLUMNS=100 explain``); stdout comes first, then stderr.
+    """
     argv = shlex.split(args)
-    if "--plugin" not in argv and "check-spawns" not in argv:
-        argv = ["--config", "fixtures/demo/envscope.yaml", *argv]
-    code = main(argv)
+    with monkeypatch.context() as patch:
+        while argv and ASSIGNMENT.match(argv[0]):
+            name, _, value = argv.pop(0).partition("=")
+            patch.setenv(name, value)
+        if "--plugin" not in argv and "check-spawns" not in argv:
+            argv = ["--config", "fixtures/demo/envscope.yaml", *argv]
+        code = main(argv)
     out, err = capsys.readouterr()
     return out + err + ("" if code == 0 else f"(exit code {code})\n")
 
@@ -47,7 +58,9 @@ def test_documented_output_is_real(
     blocks = list(BLOCK.finditer(text))
     assert blocks, f"{doc.name} has no output blocks"
     if update:
-        doc.write_text(BLOCK.sub(lambda m: m[1] + render(m["args"], capsys) + m[4], text))
+        doc.write_text(
+            BLOCK.sub(lambda m: m[1] + render(m["args"], capsys, monkeypatch) + m[4], text)
+        )
         return
     for match in blocks:
-        assert render(match["args"], capsys) == match["body"], match["args"]
+        assert render(match["args"], capsys, monkeypatch) == match["body"], match["args"]
