@@ -27,6 +27,7 @@ from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 
 from envscope.errors import ConfigurationError, FileError
+from envscope.files._fs import read_regular_file
 from envscope.host import Host
 
 __all__ = ["HostSource", "load_host_factory", "read_process_environ"]
@@ -52,8 +53,7 @@ def read_process_environ(pid: str, *, proc_root: str = "/proc") -> dict[str, str
     """
     path = os.path.join(proc_root, str(_parse_pid(pid)), "environ")
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_ENVIRON_BYTES + 1)
+        data = read_regular_file(path, MAX_ENVIRON_BYTES)
     except FileNotFoundError:
         raise FileError(path, f"cannot read the env of process {pid}: no such process") from None
     except PermissionError:
@@ -64,6 +64,8 @@ def read_process_environ(pid: str, *, proc_root: str = "/proc") -> dict[str, str
         ) from None
     except OSError as exc:
         raise FileError(path, f"cannot read the env of process {pid}: {exc.strerror}") from None
+    if data is None:
+        raise FileError(path, f"cannot read the env of process {pid}: not a regular file")
     if len(data) > MAX_ENVIRON_BYTES:
         raise FileError(path, f"larger than {MAX_ENVIRON_BYTES} bytes: not read")
     if not data:

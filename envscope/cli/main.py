@@ -44,7 +44,7 @@ class UsageError(Exception):
         self.code = code
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Audited:
     """The host a command audits, with its config file when it came from one."""
 

@@ -1,4 +1,4 @@
-"""docs/cli.md shows real output: every ``<!-- output: ARGS -->`` block is what the CLI prints.
+"""docs/cli.md, docs/audit.md and the README show real output: each ``<!-- output: ARGS -->`` block.
 
 Run with ``ENVSCOPE_UPDATE_DOCS=1`` to rewrite the blocks after an intended change.
 """
@@ -17,6 +17,7 @@ from envscope.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "cli.md"
 README = ROOT / "README.md"
+AUDIT = ROOT / "docs" / "audit.md"
 BLOCK = re.compile(r"(<!-- output: (?P<args>.*?) -->\n```text\n)(?P<body>.*?)(```)", re.S)
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/operator", "LANG": "C.UTF-8",
        "ENVSCOPE_FINGERPRINT_KEY": "demo-key-for-the-docs"}  # fmt: skip
@@ -43,7 +44,7 @@ def render(args: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.Mo
     return out + err + ("" if code == 0 else f"(exit code {code})\n")
 
 
-@pytest.mark.parametrize("doc", [DOC, README], ids=["cli.md", "README.md"])
+@pytest.mark.parametrize("doc", [DOC, README, AUDIT], ids=["cli.md", "README.md", "audit.md"])
 def test_documented_output_is_real(
     doc: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
