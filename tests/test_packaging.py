@@ -22,6 +22,13 @@ ROOT = Path(__file__).resolve().parent.parent
 PROJECT: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 
+def test_version_is_one_number() -> None:
+    """`envscope --version` (envscope.__version__) is the version the package metadata says."""
+    import envscope
+
+    assert envscope.__version__ == PROJECT["version"]
+
+
 def test_license_file_matches_the_metadata() -> None:
     """LICENSE is the MIT text pyproject.toml declares, and it is shipped as a license file."""
     text = (ROOT / "LICENSE").read_text()

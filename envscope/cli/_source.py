@@ -52,6 +52,8 @@ def read_process_environ(pid: str, *, proc_root: str = "/proc") -> dict[str, str
     system encoding, ``surrogateescape``).
     """
     path = os.path.join(proc_root, str(_parse_pid(pid)), "environ")
+    if not os.path.isdir(proc_root):
+        raise FileError(path, f"cannot read the env of process {pid}: no {proc_root} here (Linux)")
     try:
         data = read_regular_file(path, MAX_ENVIRON_BYTES)
     except FileNotFoundError:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from envscope.audit._ignore import IgnoreRules
 from envscope.audit._spawn_check import check_paths
@@ -131,3 +136,59 @@ def test_check_spawns_json_and_stderr(
     assert data["bypassing"] == 1
     assert data["errors"] == ["./broken.py:1: cannot parse: invalid syntax"]
     assert err == "envscope: error: ./broken.py:1: cannot parse: invalid syntax\n"
+
+
+SEGMENTS = ["a", "b", "ab", "*", "a*", "*b", "?", "[ab]", "[!a]b", "**"]
+NAMES = ["a", "b", "ab"]
+PATHS = ["/".join(parts) for depth in (1, 2, 3) for parts in itertools.product(NAMES, repeat=depth)]
+GIT = shutil.which("git")
+
+
+@st.composite
+def gitignore_lines(draw: st.DrawFn) -> list[str]:
+    """A few gitignore lines: negation, anchoring and directory-only forms over small globs."""
+    lines = []
+    for _ in range(draw(st.integers(1, 4))):
+        body = "/".join(draw(st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=3)))
+        lead = draw(st.sampled_from(["", "/", "!", "!/"]))
+        tail = draw(st.sampled_from(["", "/"]))
+        lines.append(f"{lead}{body}{tail}")
+    return lines
+
+
+def _walk_ignores(rules: IgnoreRules, base: str, path: str, is_dir: bool) -> bool:
+    """What the walk does with ``path``: pruned with an ignored parent, or ignored itself."""
+    parts = path.split("/")
+    parents = ("/".join(parts[:n]) for n in range(1, len(parts)))
+    if any(rules.ignored(f"{base}/{p}", is_dir=True) for p in parents):
+        return True
+    return rules.ignored(f"{base}/{path}", is_dir=is_dir)
+
+
+@pytest.mark.property
+@pytest.mark.skipif(GIT is None, reason="needs git")
+@settings(
+    deadline=None,
+    max_examples=60,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(lines=gitignore_lines())
+def test_gitignore_agrees_with_git(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[str]
+) -> None:
+    """For any small .gitignore, the walk leaves out exactly the files `git check-ignore` ignores
+    (a file under an ignored directory included: git cannot re-include it either)."""
+    repo = tmp_path_factory.mktemp("repo")
+    subprocess.run([str(GIT), "init", "-q", str(repo)], check=True)
+    (repo / ".gitignore").write_text("\n".join(lines) + "\n")
+    queries = PATHS  # files: what the walk checks (a directory matters by what it prunes)
+    done = subprocess.run(
+        [str(GIT), "-C", str(repo), "check-ignore", "--no-index", "--stdin"],
+        input="\n".join(queries) + "\n", capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    by_git = set(done.stdout.splitlines())
+    rules = IgnoreRules().extend(lines, str(repo))
+    ours = {q for q in queries if _walk_ignores(rules, str(repo), q, False)}
+    assert ours == by_git

@@ -278,6 +278,7 @@ PROC_FAULTS: list[tuple[str, str, str]] = [
     ("fine", "-3", "is not a process id"),
     ("fine", "abc", "is not a process id"),
     ("fine", "١٢", "is not a process id"),  # non-ASCII digits
+    ("no-proc", "4242", "no"),
 ]
 
 
@@ -286,6 +287,9 @@ def test_pid_faults_say_why(tmp_path: Path, state: str, pid: str, words: str) ->
     """An unreadable, missing or empty environ (or a bad pid) is an error saying so."""
     proc = tmp_path / "4242"
     proc.mkdir()
+    if state == "no-proc":  # a system without /proc (macOS, Windows)
+        tmp_path = tmp_path / "proc-is-missing"
+        words = f"no {tmp_path} here (Linux)"
     if state == "empty":
         (proc / "environ").write_bytes(b"")
     elif state == "directory":
