@@ -75,7 +75,9 @@ def parser(version: str) -> argparse.ArgumentParser:
         help="print the version and exit",
     )  # fmt: skip
     _common(top, None)
-    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = top.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", help="one of the commands below"
+    )
     common = argparse.ArgumentParser(add_help=False)
     _common(common, argparse.SUPPRESS)  # given after the command, it wins
 

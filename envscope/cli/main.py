@@ -111,6 +111,8 @@ def _config(args: argparse.Namespace) -> HostConfig:
 def _audited(args: argparse.Namespace, *, load: bool = True) -> Audited:
     """The host to audit (``--host`` or the config) over its parent env (``--pid`` or ours)."""
     source = HostSource(getattr(args, "host", None), getattr(args, "pid", None))
+    if source.host_spec is not None and getattr(args, "config", None) is not None:
+        raise UsageError("--host and --config each name the host: pass one of them")
     pinned = source.parent_env()
     if source.host_spec is not None:
         host = source.factory_host(os.environ if pinned is None else pinned)

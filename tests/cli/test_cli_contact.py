@@ -47,7 +47,7 @@ def _actions() -> Iterator[tuple[str, argparse.Action]]:
 
 @pytest.mark.parametrize(
     ("command", "option"),
-    [(c, a.dest) for c, a in _actions() if not isinstance(a, argparse._SubParsersAction)],
+    [(c, a.dest) for c, a in _actions()],
 )
 def test_every_option_has_help(command: str, option: str) -> None:
     """Every option and positional of every command carries a help text."""
@@ -400,6 +400,17 @@ def test_host_factory_mistakes_are_exit_2(
     err = capsys.readouterr().err
     assert err.startswith("envscope: error: --host: ")
     assert words in err
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_host_and_config_together_is_exit_2(
+    capsys: pytest.CaptureFixture[str], host_module: str, where: str
+) -> None:
+    """--host and --config both name a host: exit 2 instead of silently picking one."""
+    both = ["--host", f"{host_module}:host", "--config", CONFIG]
+    argv = [*both, "explain"] if where == "before" else ["explain", *both]
+    assert main(argv) == 2
+    assert "--host and --config each name the host" in capsys.readouterr().err
 
 
 def test_host_factory_home_is_a_path(capsys: pytest.CaptureFixture[str], host_module: str) -> None:

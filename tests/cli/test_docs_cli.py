@@ -37,7 +37,7 @@ def render(args: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.Mo
         while argv and ASSIGNMENT.match(argv[0]):
             name, _, value = argv.pop(0).partition("=")
             patch.setenv(name, value)
-        if "--plugin" not in argv and "check-spawns" not in argv:
+        if not {"--plugin", "--host", "check-spawns"} & set(argv):
             argv = ["--config", "fixtures/demo/envscope.yaml", *argv]
         code = main(argv)
     out, err = capsys.readouterr()
