@@ -36,7 +36,14 @@ test: lint typecheck pytest
 DEMO_ENV := env -i PATH="$(PATH)" HOME=/home/operator LANG=C.UTF-8 ENVSCOPE_FINGERPRINT_KEY=demo-key-for-the-docs
 DEMO     := $(DEMO_ENV) $(BIN)/envscope --config fixtures/demo/envscope.yaml
 
-demo: $(STAMP)
+# The demo needs envscope and its four runtime dependencies, not the dev toolchain.
+DEMO_STAMP := $(VENV)/.installed-demo
+
+$(DEMO_STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	@$(DEMO) explain --home work --surface terminal
 	@echo
 	@$(DEMO) explain --home work --surface credentialed

@@ -121,13 +121,21 @@ _LAZY: dict[str, str] = {
 }
 
 
+# Submodules a host reaches as attributes after ``import envscope`` (``envscope.spawn.run``).
+_SUBMODULES = frozenset({"spawn", "mcp"})
+
+
 def __getattr__(name: str) -> object:
-    """Import a public name's module on first use and cache the name in this module."""
+    """Import a public name's module (or a submodule) on first use and cache it here."""
+    from importlib import import_module
+
+    if name in _SUBMODULES:
+        submodule = import_module(f"envscope.{name}")
+        globals()[name] = submodule
+        return submodule
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'envscope' has no attribute {name!r}")
-    from importlib import import_module
-
     value = getattr(import_module(module), name)
     globals()[name] = value
     return value
@@ -135,7 +143,7 @@ def __getattr__(name: str) -> object:
 
 def __dir__() -> list[str]:
     """The public names, loaded or not."""
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | _SUBMODULES)
 
 
 class _DefaultHost:

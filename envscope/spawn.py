@@ -4,12 +4,16 @@ Each helper builds the child env in the caller's context (the home bound
 with ``host.routed(...)`` in this thread or task, else the launch home) and
 hands it to the standard call. An ``env=`` keyword is refused: the env is
 envscope's to build; pass ``extra=`` (explicit values) or ``passthrough=``.
+``trace=`` (a ``Trace``) records the build's decisions, as
+``host.build_subprocess_env(trace=...)`` does; it never reaches ``subprocess``.
 
 Executor threads do not inherit context variables, so a routed binding is
 lost in ``loop.run_in_executor(...)`` or ``executor.submit(...)``.
 ``in_context(fn)`` captures the caller's context and runs ``fn`` in it;
 ``run_in_executor`` and ``submit`` use it. (``asyncio.to_thread`` already
-copies the context.)
+copies the context.) A process pool cannot carry a binding (a context does
+not cross a process boundary): ``submit`` and ``run_in_executor`` refuse one
+with a ``ConfigurationError``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import asyncio
 import contextvars
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from envscope.errors import ConfigurationError
@@ -26,11 +31,15 @@ from envscope.policy.surfaces import Surface
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
 
+    from envscope.audit.trace import Trace
     from envscope.host import Host
 
     StrOrBytesPath = Any  # what subprocess accepts as a program or an argument
 
 __all__ = [
+    "call",
+    "check_call",
+    "check_output",
     "create_subprocess_exec",
     "create_subprocess_shell",
     "in_context",
@@ -53,6 +62,7 @@ def _env(
     passthrough: Sequence[str],
     inherit_credentials: bool,
     grant: Sequence[str],
+    trace: Trace | None,
 ) -> dict[str, str]:
     """The child env for one spawn; an ``env=`` keyword is a ``ConfigurationError``."""
     if "env" in kwargs:
@@ -66,6 +76,7 @@ def _env(
         passthrough=passthrough,
         inherit_credentials=inherit_credentials,
         grant=grant,
+        trace=trace,
     )
 
 
@@ -78,6 +89,7 @@ def run(
     passthrough: Sequence[str] = (),
     inherit_credentials: bool = False,
     grant: Sequence[str] = (),
+    trace: Trace | None = None,
     **subprocess_kwargs: Any,
 ) -> subprocess.CompletedProcess[Any]:
     """``subprocess.run(args, env=<built>, **subprocess_kwargs)``."""
@@ -90,6 +102,7 @@ def run(
         passthrough=passthrough,
         inherit_credentials=inherit_credentials,
         grant=grant,
+        trace=trace,
     )
     return subprocess.run(args, env=env, **subprocess_kwargs)
 
@@ -103,6 +116,7 @@ def popen(
     passthrough: Sequence[str] = (),
     inherit_credentials: bool = False,
     grant: Sequence[str] = (),
+    trace: Trace | None = None,
     **subprocess_kwargs: Any,
 ) -> subprocess.Popen[Any]:
     """``subprocess.Popen(args, env=<built>, **subprocess_kwargs)``."""
@@ -115,8 +129,90 @@ def popen(
         passthrough=passthrough,
         inherit_credentials=inherit_credentials,
         grant=grant,
+        trace=trace,
     )
     return subprocess.Popen(args, env=env, **subprocess_kwargs)
+
+
+def call(
+    host: Host,
+    args: StrOrBytesPath | Sequence[StrOrBytesPath],
+    *,
+    surface: Surface | str,
+    extra: Mapping[str, object] | None = None,
+    passthrough: Sequence[str] = (),
+    inherit_credentials: bool = False,
+    grant: Sequence[str] = (),
+    trace: Trace | None = None,
+    **subprocess_kwargs: Any,
+) -> int:
+    """``subprocess.call(args, env=<built>, **subprocess_kwargs)``: the exit status."""
+    env = _env(
+        host,
+        "call",
+        subprocess_kwargs,
+        surface=surface,
+        extra=extra,
+        passthrough=passthrough,
+        inherit_credentials=inherit_credentials,
+        grant=grant,
+        trace=trace,
+    )
+    return subprocess.call(args, env=env, **subprocess_kwargs)
+
+
+def check_call(
+    host: Host,
+    args: StrOrBytesPath | Sequence[StrOrBytesPath],
+    *,
+    surface: Surface | str,
+    extra: Mapping[str, object] | None = None,
+    passthrough: Sequence[str] = (),
+    inherit_credentials: bool = False,
+    grant: Sequence[str] = (),
+    trace: Trace | None = None,
+    **subprocess_kwargs: Any,
+) -> int:
+    """``subprocess.check_call(args, env=<built>, **subprocess_kwargs)``."""
+    env = _env(
+        host,
+        "check_call",
+        subprocess_kwargs,
+        surface=surface,
+        extra=extra,
+        passthrough=passthrough,
+        inherit_credentials=inherit_credentials,
+        grant=grant,
+        trace=trace,
+    )
+    return subprocess.check_call(args, env=env, **subprocess_kwargs)
+
+
+def check_output(
+    host: Host,
+    args: StrOrBytesPath | Sequence[StrOrBytesPath],
+    *,
+    surface: Surface | str,
+    extra: Mapping[str, object] | None = None,
+    passthrough: Sequence[str] = (),
+    inherit_credentials: bool = False,
+    grant: Sequence[str] = (),
+    trace: Trace | None = None,
+    **subprocess_kwargs: Any,
+) -> Any:
+    """``subprocess.check_output(args, env=<built>, **subprocess_kwargs)``: the output."""
+    env = _env(
+        host,
+        "check_output",
+        subprocess_kwargs,
+        surface=surface,
+        extra=extra,
+        passthrough=passthrough,
+        inherit_credentials=inherit_credentials,
+        grant=grant,
+        trace=trace,
+    )
+    return subprocess.check_output(args, env=env, **subprocess_kwargs)
 
 
 async def create_subprocess_exec(
@@ -128,6 +224,7 @@ async def create_subprocess_exec(
     passthrough: Sequence[str] = (),
     inherit_credentials: bool = False,
     grant: Sequence[str] = (),
+    trace: Trace | None = None,
     **kwargs: Any,
 ) -> asyncio.subprocess.Process:
     """``asyncio.create_subprocess_exec(program, *args, env=<built>, **kwargs)``."""
@@ -140,6 +237,7 @@ async def create_subprocess_exec(
         passthrough=passthrough,
         inherit_credentials=inherit_credentials,
         grant=grant,
+        trace=trace,
     )
     return await asyncio.create_subprocess_exec(program, *args, env=env, **kwargs)
 
@@ -153,6 +251,7 @@ async def create_subprocess_shell(
     passthrough: Sequence[str] = (),
     inherit_credentials: bool = False,
     grant: Sequence[str] = (),
+    trace: Trace | None = None,
     **kwargs: Any,
 ) -> asyncio.subprocess.Process:
     """``asyncio.create_subprocess_shell(cmd, env=<built>, **kwargs)``."""
@@ -165,6 +264,7 @@ async def create_subprocess_shell(
         passthrough=passthrough,
         inherit_credentials=inherit_credentials,
         grant=grant,
+        trace=trace,
     )
     return await asyncio.create_subprocess_shell(cmd, env=env, **kwargs)
 
@@ -183,12 +283,25 @@ def in_context(fn: Callable[..., T]) -> Callable[..., T]:
     return call
 
 
+def _threads_only(executor: Executor | None, call: str) -> None:
+    """A process pool is a ``ConfigurationError``: a routed binding cannot cross processes."""
+    if isinstance(executor, ProcessPoolExecutor):
+        raise ConfigurationError(
+            f"envscope.spawn.{call}: a process pool cannot carry the routed binding "
+            "(a context does not cross a process boundary, and a spawn in the worker "
+            "would be built for the launch home); use a ThreadPoolExecutor, or enter "
+            "host.routed(home) inside the worker function"
+        )
+
+
 async def run_in_executor(executor: Executor | None, fn: Callable[..., T], *args: Any) -> T:
     """``loop.run_in_executor(executor, fn, *args)`` with the caller's context (binding) kept."""
+    _threads_only(executor, "run_in_executor")
     loop = asyncio.get_running_loop()
     return await loop.run_in_executor(executor, in_context(fn), *args)
 
 
 def submit(executor: Executor, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
     """``executor.submit(fn, *args, **kwargs)`` with the caller's context (binding) kept."""
+    _threads_only(executor, "submit")
     return executor.submit(in_context(fn), *args, **kwargs)

@@ -19,6 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "envscope"
 # other, except the front modules (the host and what is built on it).
 LAYERS: dict[str, int] = {
     "errors": 0,
+    "schemas": 0,
     "_inputs": 1,
     "files": 2,
     "policy": 3,

@@ -8,12 +8,12 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from envscope import ConfigurationError, Host, spawn
+from envscope import ConfigurationError, Host, Trace, spawn
 from tests.conftest import HostFactory
 
 PRINT_ENV = [sys.executable, "-c", "import json, os; print(json.dumps(dict(os.environ)))"]
@@ -97,10 +97,21 @@ def _shell(host: Host) -> None:
     [
         lambda h: spawn.run(h, ["true"], surface="terminal", env={}),
         lambda h: spawn.popen(h, ["true"], surface="terminal", env=None),
+        lambda h: spawn.call(h, ["true"], surface="terminal", env={}),
+        lambda h: spawn.check_call(h, ["true"], surface="terminal", env={}),
+        lambda h: spawn.check_output(h, ["true"], surface="terminal", env={}),
         _exec,
         _shell,
     ],
-    ids=["run", "popen", "create_subprocess_exec", "create_subprocess_shell"],
+    ids=[
+        "run",
+        "popen",
+        "call",
+        "check_call",
+        "check_output",
+        "create_subprocess_exec",
+        "create_subprocess_shell",
+    ],
 )
 def test_env_keyword_is_refused(make_host: HostFactory, call: Callable[[Host], object]) -> None:
     """Every helper refuses env= (even env=None) with an error saying what to pass instead."""
@@ -177,3 +188,128 @@ def test_run_passes_grant_to_an_mcp_build(make_host: HostFactory) -> None:
     )
     assert refused.stdout.strip() == ""
     assert granted.stdout.strip() == token
+
+
+def _popen_out(host: Host, trace: Trace) -> bytes:
+    proc = spawn.popen(host, PRINT_ENV, surface="worker", trace=trace, stdout=subprocess.PIPE)
+    out, _ = proc.communicate(timeout=60)
+    return bytes(out)
+
+
+def _async_exec_out(host: Host, trace: Trace) -> bytes:
+    async def go() -> bytes:
+        proc = await spawn.create_subprocess_exec(
+            host, *PRINT_ENV, surface="worker", trace=trace, stdout=asyncio.subprocess.PIPE
+        )
+        return (await proc.communicate())[0]
+
+    return asyncio.run(go())
+
+
+def _async_shell_out(host: Host, trace: Trace) -> bytes:
+    async def go() -> bytes:
+        proc = await spawn.create_subprocess_shell(
+            host, f"exec {PRINT_ENV[0]} -c 'import json, os; print(json.dumps(dict(os.environ)))'",
+            surface="worker", trace=trace, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        return (await proc.communicate())[0]
+
+    return asyncio.run(go())
+
+
+def _sync(name: str) -> Callable[[Host, Trace], bytes]:
+    """Run PRINT_ENV through spawn.<name> with its output in a file (call/check_call have none)."""
+
+    def go(host: Host, trace: Trace) -> bytes:
+        if name == "check_output":
+            return bytes(spawn.check_output(host, PRINT_ENV, surface="worker", trace=trace))
+        if name == "run":
+            done = spawn.run(host, PRINT_ENV, surface="worker", trace=trace, capture_output=True)
+            return bytes(done.stdout)
+        helper = getattr(spawn, name)
+        with open(os.devnull, "wb") as sink:
+            status = helper(host, [PRINT_ENV[0], "-c", "import sys; sys.exit(3)"],
+                            surface="worker", trace=trace, stdout=sink)  # fmt: skip
+        return json.dumps({"status": status}).encode()
+
+    return go
+
+
+SPAWNERS: dict[str, Callable[[Host, Trace], bytes]] = {
+    "run": _sync("run"),
+    "popen": _popen_out,
+    "check_output": _sync("check_output"),
+    "create_subprocess_exec": _async_exec_out,
+    "create_subprocess_shell": _async_shell_out,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPAWNERS))
+def test_trace_is_recorded_not_passed_to_subprocess(
+    name: str, make_host: HostFactory, homes: dict[str, Path]
+) -> None:
+    """trace= on every helper records the build (one decision per key) and never reaches Popen."""
+    host = _host(make_host)
+    trace = Trace()
+    with host.routed(homes["B"]):
+        expected = host.build_subprocess_env(surface="worker")
+        out = SPAWNERS[name](host, trace)
+    env = _child_env(out)
+    for key in ("PWD", "SHLVL", "_", "OLDPWD"):  # a shell sets these itself
+        env.pop(key, None)
+    assert env == expected
+    decided = {d.key for d in trace.final().values()}
+    assert set(SECRETS) <= decided
+    assert set(trace.context.child_keys) == set(expected)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("call", 3), ("check_call", subprocess.CalledProcessError)],
+)
+def test_call_mirrors_return_or_raise_like_subprocess(
+    name: str, expected: object, make_host: HostFactory
+) -> None:
+    """call returns the exit status and check_call raises CalledProcessError, as subprocess does."""
+    host = _host(make_host)
+    trace = Trace()
+    if isinstance(expected, int):
+        assert json.loads(_sync(name)(host, trace)) == {"status": expected}
+    else:
+        with pytest.raises(subprocess.CalledProcessError):
+            _sync(name)(host, trace)
+    assert trace.context.child_keys  # the build was traced
+
+
+def _submit(pool: Executor, fn: Callable[[], object]) -> object:
+    return spawn.submit(pool, fn)
+
+
+def _in_executor(pool: Executor, fn: Callable[[], object]) -> object:
+    return asyncio.run(spawn.run_in_executor(pool, fn))
+
+
+@pytest.mark.parametrize("helper", [_submit, _in_executor], ids=["submit", "run_in_executor"])
+def test_process_pool_is_a_configuration_error(
+    helper: Callable[[Executor, Callable[[], object]], object], make_host: HostFactory
+) -> None:
+    """A process pool is refused inside envscope's error tree, before any pickling is tried."""
+    host = _host(make_host)
+    with (
+        ProcessPoolExecutor(max_workers=1) as pool,
+        pytest.raises(ConfigurationError, match="process pool cannot carry the routed"),
+    ):
+        helper(pool, host.bound_home)
+
+
+@pytest.mark.parametrize("name", ["spawn", "mcp"])
+def test_submodules_reachable_from_the_package(name: str) -> None:
+    """``import envscope`` then ``envscope.spawn``/``envscope.mcp`` works (loaded on first use)."""
+    code = (
+        "import sys, envscope; "
+        f"loaded = 'envscope.{name}' in sys.modules; "
+        f"module = envscope.{name}; "
+        f"print(loaded, module.__name__, 'pydantic' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split()[:2] == ["False", f"envscope.{name}"]

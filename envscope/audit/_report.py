@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,9 @@ from envscope.policy._declarations import Origin, Problem
 
 __all__ = [
     "SNAPSHOT_VERSION",
+    "SNAPSHOT_VERSIONS",
     "DiffEntry",
+    "Layout",
     "ScanReport",
     "diff_snapshots",
     "format_diff",
@@ -29,8 +32,13 @@ __all__ = [
     "snapshot_of",
 ]
 
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
+"""The format written: ``origin`` an object, ``warnings`` records (version 1: both text)."""
+SNAPSHOT_VERSIONS = frozenset({1, SNAPSHOT_VERSION})
+"""The formats ``diff`` reads: a version 1 snapshot kept in CI still diffs after an upgrade."""
 MASK = "********"
+ELLIPSIS = "…"
+MIN_SHRUNK_WIDTH = 12
 _COLORS = {"kept": "32", "added": "32", "overridden": "33", "stripped": "31", "refused": "31"}
 JsonDict = dict[str, Any]
 
@@ -44,14 +52,68 @@ def display_path(path: str, relative_to: str | None) -> str:
     return path
 
 
-def _origin_text(origin: Origin | None, relative_to: str | None) -> str | None:
+def _origin_json(origin: Origin | None, relative_to: str | None) -> JsonDict | None:
+    """An origin as an object (``kind``, ``detail``, ``path``, ``line``), paths shown relative."""
     if origin is None:
         return None
-    if origin.path:
-        origin = Origin(
-            origin.kind, origin.detail, display_path(origin.path, relative_to), origin.line
-        )
+    path = None if origin.path is None else display_path(origin.path, relative_to)
+    return {"kind": origin.kind.value, "detail": origin.detail, "path": path, "line": origin.line}
+
+
+def origin_text(origin: object) -> str:
+    """The one-line text of a snapshot's ``origin`` (an object, a version 1 string, or null)."""
+    if origin is None:
+        return ""
+    if isinstance(origin, str):
+        return origin
+    if isinstance(origin, Mapping):
+        where = ""
+        if origin.get("path") is not None:
+            line = origin.get("line")
+            where = f" ({origin['path']}{'' if line is None else f':{line}'})"
+        return f"{origin.get('kind')}: {origin.get('detail')}{where}"
     return str(origin)
+
+
+# The warning texts a traced build records (``Trace.context.warnings``), and the kind
+# each one names: the snapshot carries ``{key, kind, message}`` records, never prose alone.
+_WARNING_KINDS = re.compile(
+    r"^(?P<key>.*?): (?:"
+    r"the value looks like an? (?P<value>.+?) but no rule declares"
+    r"|the (?P<url>value is a URL with a password)"
+    r"|the name looks like a credential \((?P<name>[^)]*)\)"
+    r"|the launch env carries a name that (?P<vector>changes how)"
+    r")",
+    re.S,
+)
+
+
+def warning_json(warning: object) -> JsonDict:
+    """A build warning as ``{key, kind, message}`` (a record's own fields when it has them)."""
+    key, kind = getattr(warning, "key", None), getattr(warning, "kind", None)
+    message = str(warning)
+    if isinstance(key, str) and isinstance(kind, str):
+        return {"key": key, "kind": kind, "message": message}
+    match = _WARNING_KINDS.match(message)
+    if match is None:
+        head, _, _ = message.partition(": ")
+        return {"key": head, "kind": "other", "message": message}
+    if match["value"]:
+        kind = f"value-shape:{match['value']}"
+    elif match["url"]:
+        kind = "url-with-password"
+    elif match["name"]:
+        kind = match["name"]
+    else:
+        kind = "injection-vector"
+    return {"key": match["key"], "kind": kind, "message": message}
+
+
+def warning_text(warning: object) -> str:
+    """A snapshot warning's text (a record's ``message``, or a version 1 string)."""
+    if isinstance(warning, Mapping):
+        return str(warning.get("message") or f"{warning.get('key')}: {warning.get('kind')}")
+    return str(warning)
 
 
 def snapshot_of(
@@ -77,7 +139,7 @@ def snapshot_of(
             "action": "kept" if up in child and d.removed else d.action.value,
             "stage": d.stage.value,
             "reason": d.reason.value,
-            "origin": _origin_text(d.origin, relative_to),
+            "origin": _origin_json(d.origin, relative_to),
             "fingerprint": d.fingerprint,
         }
     return {
@@ -92,7 +154,7 @@ def snapshot_of(
         },
         "child": sorted(ctx.child_keys),
         "keys": keys,
-        "warnings": list(ctx.warnings),
+        "warnings": [warning_json(w) for w in ctx.warnings],
     }
 
 
@@ -129,11 +191,50 @@ def format_json(data: object) -> str:
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _table(rows: Sequence[Sequence[str]], color_col: int | None, color: bool) -> list[str]:
-    rows = [[printable(cell) for cell in row] for row in rows]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """How text output is laid out: colour, and the width to fit (None: no limit)."""
+
+    color: bool = False
+    width: int | None = None
+
+
+def _shrink(rows: list[list[str]], columns: Sequence[int], width: int | None) -> list[list[str]]:
+    """Cut ``columns``' cells, in that order, with an ellipsis so each line fits ``width``.
+
+    A cut column keeps at least ``MIN_SHRUNK_WIDTH`` characters: a table whose
+    other columns are wider than ``width`` stays wider.
+    """
+    if width is None:
+        return rows
+    for column in columns:
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        over = sum(widths) + 2 * (len(widths) - 1) - width
+        if over <= 0:
+            break
+        room = max(widths[column] - over, MIN_SHRUNK_WIDTH)
+        rows = [
+            [*row[:column], row[column][: room - 1] + ELLIPSIS, *row[column + 1 :]]
+            if len(row[column]) > room
+            else row
+            for row in rows
+        ]
+    return rows
+
+
+def _table(
+    rows: Sequence[Sequence[str]],
+    color_col: int | None,
+    color: bool,
+    *,
+    width: int | None = None,
+    shrink: Sequence[int] = (),
+) -> list[str]:
+    grid = [[printable(cell) for cell in row] for row in rows]
+    grid = _shrink(grid, shrink, width)
+    widths = [max(len(r[i]) for r in grid) for i in range(len(grid[0]))]
     lines = []
-    for n, row in enumerate(rows):
+    for n, row in enumerate(grid):
         cells = [c.ljust(w) for c, w in zip(row, widths, strict=True)]
         if color and n > 0 and color_col is not None:
             code = _COLORS.get(row[color_col].strip())
@@ -148,51 +249,79 @@ def format_explain(
     *,
     values: Mapping[str, str] | None = None,
     is_tier1: Callable[[str], bool] = lambda _key: True,
-    color: bool = False,
+    layout: Layout = Layout(),
+    shown: Callable[[str, Mapping[str, Any]], bool] | None = None,
 ) -> str:
     """An aligned table of every key (action, stage, reason, origin) and a summary line.
 
     ``values`` (``--show-values``) adds a VALUE column; Tier 1 values are
-    masked even then.
+    masked even then. ``shown`` picks the rows (``--key``, ``--only``); the
+    summary counts every key. A table wider than ``layout.width`` has its
+    ORIGIN column cut with an ellipsis.
     """
     header = ["KEY", "ACTION", "STAGE", "REASON", "ORIGIN"]
     if values is not None:
         header.append("VALUE")
     rows: list[list[str]] = [header]
     for key, info in snapshot["keys"].items():
-        row = [key, info["action"], info["stage"], info["reason"], info["origin"] or ""]
+        if shown is not None and not shown(key, info):
+            continue
+        row = [key, info["action"], info["stage"], info["reason"], origin_text(info["origin"])]
         if values is not None:
-            shown = values.get(key)
-            row.append("" if shown is None else MASK if is_tier1(key) else shown)
+            value = values.get(key)
+            row.append("" if value is None else MASK if is_tier1(key) else value)
         rows.append(row)
     title = printable(f"envscope explain: {snapshot['surface']} child for {snapshot['home']}")
     if snapshot["routed"]:
         title += " (routed)"
-    lines = [title, "", *_table(rows, 1, color), ""]
+    cut = (4, 5) if values is not None else (4,)  # ORIGIN, then VALUE
+    table = _table(rows, 1, layout.color, width=layout.width, shrink=cut) if len(rows) > 1 else []
+    lines = [title, "", *(table or ["(no key matches)"]), ""]
     kept = len(snapshot["child"])
     removed = sum(1 for info in snapshot["keys"].values() if not info["in_child"])
     policy = snapshot["policy"]
     status = "complete" if policy["complete"] else "PARTIAL (failing closed)"
     lines.append(f"{kept} kept, {removed} removed; policy {status}")
     lines.extend(printable(f"problem: {p}") for p in policy["problems"])
-    lines.extend(printable(f"warning: {w}") for w in snapshot["warnings"])
+    lines.extend(printable(f"warning: {warning_text(w)}") for w in snapshot["warnings"])
     return "\n".join(lines) + "\n"
 
 
 @dataclass(frozen=True, slots=True)
 class DiffEntry:
-    """One difference between two snapshots, with the rule that explains it."""
+    """One difference between two snapshots, and each side's decision (None: never seen).
+
+    ``change`` is ``added``, ``removed``, ``changed`` or ``incomparable`` (in
+    both children, made under different fingerprint keys: a value that may
+    differ and cannot be checked is a finding, never "no differences").
+    """
 
     key: str
-    change: str  # "added" | "removed" | "changed"
-    rule: str
+    change: str
+    a: Mapping[str, Any] | None
+    b: Mapping[str, Any] | None
+
+    def rule(self, labels: tuple[str, str] = ("A", "B")) -> str:
+        """Both sides' decisions in one line of text."""
+        return f"{_rule(self.a, labels[0])}; {_rule(self.b, labels[1])}"
+
+    def as_json(self) -> JsonDict:
+        """``{key, change, a, b}``, each side ``{action, stage, reason, origin}`` or null."""
+        return {"key": self.key, "change": self.change, "a": self.a, "b": self.b}
 
 
-def _rule(info: Mapping[str, Any] | None, label: str) -> str:
+def _side(info: Mapping[str, Any] | None) -> JsonDict | None:
     if info is None:
+        return None
+    return {name: info.get(name) for name in ("action", "stage", "reason", "origin")}
+
+
+def _rule(side: Mapping[str, Any] | None, label: str) -> str:
+    if side is None:
         return f"{label}: never seen (not in its parent env or scope)"
-    origin = f" ({info['origin']})" if info.get("origin") else ""
-    return f"{label}: {info['action']} at {info['stage']}, {info['reason']}{origin}"
+    text = origin_text(side.get("origin"))
+    origin = f" ({text})" if text else ""
+    return f"{label}: {side['action']} at {side['stage']}, {side['reason']}{origin}"
 
 
 def fingerprints_comparable(a: JsonDict, b: JsonDict) -> bool:
@@ -203,17 +332,17 @@ def fingerprints_comparable(a: JsonDict, b: JsonDict) -> bool:
 
 KEYS_DIFFER_NOTE = (
     "the two sides were made under different fingerprint keys (or one names no key): "
-    "changed values cannot be told apart, only added and removed keys are listed"
+    "the values of keys in both children cannot be compared (listed as incomparable)"
 )
+DIFF_CHANGES = ("added", "removed", "changed", "incomparable")
 
 
-def diff_snapshots(
-    a: JsonDict, b: JsonDict, *, labels: tuple[str, str] = ("A", "B")
-) -> list[DiffEntry]:
+def diff_snapshots(a: JsonDict, b: JsonDict) -> list[DiffEntry]:
     """Keys added to, removed from and changed between two children's envs.
 
-    "Changed" (a different fingerprint) is reported only when both sides were
-    made under the same fingerprint key (``fingerprints_comparable``).
+    "Changed" (a different fingerprint) is decided only when both sides were
+    made under the same fingerprint key (``fingerprints_comparable``); else a
+    key in both children is ``incomparable``.
     """
     comparable = fingerprints_comparable(a, b)
     a_keys = {k.upper(): (k, v) for k, v in a["keys"].items()}
@@ -225,23 +354,28 @@ def diff_snapshots(
         a_info = a_keys.get(up, (up, None))[1]
         b_info = b_keys.get(up, (up, None))[1]
         key = (b_keys.get(up) or a_keys.get(up) or (up, None))[0]
-        why = f"{_rule(a_info, labels[0])}; {_rule(b_info, labels[1])}"
+        sides = (_side(a_info), _side(b_info))
         if up not in a_child:
-            out.append(DiffEntry(key, "added", why))
+            out.append(DiffEntry(key, "added", *sides))
         elif up not in b_child:
-            out.append(DiffEntry(key, "removed", why))
+            out.append(DiffEntry(key, "removed", *sides))
+        elif not comparable:
+            out.append(DiffEntry(key, "incomparable", *sides))
         elif (
-            comparable
-            and a_info is not None
+            a_info is not None
             and b_info is not None
             and a_info["fingerprint"] != b_info["fingerprint"]
         ):
-            out.append(DiffEntry(key, "changed", why))
+            out.append(DiffEntry(key, "changed", *sides))
     return out
 
 
 def format_diff(
-    entries: Iterable[DiffEntry], labels: tuple[str, str], *, comparable: bool = True
+    entries: Iterable[DiffEntry],
+    labels: tuple[str, str],
+    *,
+    comparable: bool = True,
+    layout: Layout = Layout(),
 ) -> str:
     """A table of differences (or a line saying there are none), with the key note."""
     items = list(entries)
@@ -250,10 +384,11 @@ def format_diff(
         head += f"\nnote: {KEYS_DIFFER_NOTE}"
     if not items:
         return f"{head}\n\nno differences\n"
-    rows = [["KEY", "CHANGE", "WHY"], *([e.key, e.change, e.rule] for e in items)]
-    counts = {c: sum(1 for e in items if e.change == c) for c in ("added", "removed", "changed")}
-    summary = ", ".join(f"{n} {c}" for c, n in counts.items())
-    return "\n".join([head, "", *_table(rows, None, False), "", summary]) + "\n"
+    rows = [["KEY", "CHANGE", "WHY"], *([e.key, e.change, e.rule(labels)] for e in items)]
+    counts = {c: sum(1 for e in items if e.change == c) for c in DIFF_CHANGES}
+    summary = ", ".join(f"{n} {c}" for c, n in counts.items() if n or c != "incomparable")
+    table = _table(rows, None, False, width=layout.width, shrink=(2,))
+    return "\n".join([head, "", *table, "", summary]) + "\n"
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,11 +42,11 @@ import enum
 import io
 import os
 import re
-import stat
 import tokenize
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from envscope.audit._spawn_files import SKIP_DIRS, cannot, printable, python_files
 from envscope.audit._spawn_scope import (
     Scope,
     Work,
@@ -65,10 +65,10 @@ __all__ = [
     "check_source",
     "exit_status",
     "format_spawn_sites",
+    "spawn_sites_json",
 ]
 
 ALLOW_COMMENT = "# envscope: allow-inherit"
-SKIP_DIRS = frozenset({".venv", "__pycache__", ".git", "node_modules", ".tox", ".nox"})
 
 _ALLOW_RE = re.compile(r"#\s*envscope:\s*allow-inherit\b")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -266,71 +266,6 @@ def _site(
     return SpawnSite(path, node.lineno, col, target.call, reason, allowed)
 
 
-def printable(text: str) -> str:
-    """``text`` with control characters, NUL and lone surrogates escaped (for a terminal)."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
-
-
-def _cannot(path: str, what: str, exc: OSError) -> str:
-    return f"{printable(path)}: cannot {what}: {exc.strerror or type(exc).__name__}"
-
-
-def _walk(top: str, seen_dirs: set[tuple[int, int]], errors: list[str]) -> Iterator[str]:
-    """``*.py`` under ``top``, following directory symlinks; each directory once (no loops).
-
-    A ``*.py`` entry that cannot be stat'ed (a dangling or looping symlink) is
-    an error, as is one that is not a regular file (reported when read).
-    """
-    pending = [top]
-    while pending:
-        directory = pending.pop()
-        try:
-            with os.scandir(directory) as listing:
-                entries = sorted(listing, key=lambda e: e.name)
-        except OSError as exc:
-            errors.append(_cannot(directory, "list", exc))
-            continue
-        subdirs: list[str] = []
-        for entry in entries:
-            try:
-                info = os.stat(entry.path)
-            except OSError as exc:
-                if entry.name.endswith(".py"):
-                    errors.append(_cannot(entry.path, "read", exc))
-                continue  # a broken link that is not Python source: nothing to check
-            if stat.S_ISDIR(info.st_mode):
-                identity = (info.st_dev, info.st_ino)
-                if entry.name not in SKIP_DIRS and identity not in seen_dirs:
-                    seen_dirs.add(identity)
-                    subdirs.append(entry.path)
-            elif entry.name.endswith(".py"):
-                yield entry.path
-        pending.extend(reversed(subdirs))
-
-
-def _python_files(paths: Sequence[str], errors: list[str]) -> Iterator[str]:
-    """Named files as given; directories walked for ``*.py`` (pruning ``SKIP_DIRS``)."""
-    seen_dirs: set[tuple[int, int]] = set()
-    for path in paths:
-        try:
-            info = os.stat(path)
-        except OSError as exc:
-            errors.append(_cannot(path, "read", exc))
-            continue
-        except ValueError:  # NUL, or text the file system encoding cannot hold
-            errors.append(f"{printable(path)}: cannot read: not a valid path")
-            continue
-        if not stat.S_ISDIR(info.st_mode):
-            yield path
-            continue
-        identity = (info.st_dev, info.st_ino)
-        if identity not in seen_dirs:
-            seen_dirs.add(identity)
-            yield from _walk(path, seen_dirs, errors)
-
-
 MAX_SOURCE_BYTES = 16 * 1024 * 1024
 
 
@@ -389,17 +324,22 @@ def _decode_error(path: str, exc: UnicodeDecodeError) -> str:
     return f"{printable(path)}: not valid {codec} at byte {exc.start}"
 
 
-def check_paths(paths: Sequence[str]) -> tuple[list[SpawnSite], list[str]]:
+def check_paths(
+    paths: Sequence[str], *, exclude: Sequence[str] = ()
+) -> tuple[list[SpawnSite], list[str]]:
     """Check files and directory trees; returns the sites and one error per unchecked file.
 
     A file that cannot be read, decoded or parsed is an error string naming it
     (and the line, for a syntax error), never an exception. A file reached by
-    two paths (a symlink, a symlinked directory) is checked once.
+    two paths (a symlink, a symlinked directory) is checked once. Under a
+    directory, virtualenvs (a ``pyvenv.cfg``), ``SKIP_DIRS``, what
+    ``.gitignore`` ignores and ``exclude`` patterns are left out; a file
+    named explicitly is always checked.
     """
     sites: list[SpawnSite] = []
     errors: list[str] = []
     seen: set[tuple[int, int] | str] = set()
-    for path in _python_files(paths, errors):
+    for path in python_files(paths, errors, exclude):
         key = _identity(path)
         if key in seen:
             continue
@@ -415,7 +355,7 @@ def check_paths(paths: Sequence[str]) -> tuple[list[SpawnSite], list[str]]:
         except LookupError:  # a coding cookie naming a codec that is not a text encoding
             errors.append(f"{shown}: cannot decode: its coding cookie names no text encoding")
         except OSError as exc:
-            errors.append(_cannot(path, "read", exc))
+            errors.append(cannot(path, "read", exc))
         except ValueError as exc:  # NUL bytes, on Pythons before 3.12
             errors.append(f"{shown}: cannot parse: {printable(str(exc))}")
         except (RecursionError, MemoryError) as exc:  # how the parser refuses very deep code
@@ -431,9 +371,11 @@ def _plural(count: int, one: str, many: str) -> str:
 def format_spawn_sites(
     sites: Sequence[SpawnSite], errors: Sequence[str], *, show_allowed: bool = False
 ) -> str:
-    """The report: one ``path:line:col: call: reason`` line per finding, errors, a summary."""
+    """The report: one ``path:line:col: call: reason`` line per finding, and a summary.
+
+    The errors are counted here; the command line prints each on stderr.
+    """
     lines = [str(site) for site in sites if show_allowed or not site.allowed]
-    lines.extend(f"error: {error}" for error in errors)
     bypass = sum(1 for site in sites if not site.allowed)
     allowed = len(sites) - bypass
     summary = (
@@ -451,3 +393,26 @@ def exit_status(sites: Sequence[SpawnSite], errors: Sequence[str]) -> int:
     if errors:
         return 2
     return 1 if any(not site.allowed for site in sites) else 0
+
+
+def spawn_sites_json(
+    sites: Sequence[SpawnSite], errors: Sequence[str], *, show_allowed: bool = False
+) -> dict[str, object]:
+    """The report as JSON: ``sites`` (path, line, col, call, reason, allowed) and ``errors``."""
+    shown = [site for site in sites if show_allowed or not site.allowed]
+    return {
+        "sites": [
+            {
+                "path": s.path,
+                "line": s.line,
+                "col": s.col,
+                "call": s.call,
+                "reason": s.reason,
+                "allowed": s.allowed,
+            }
+            for s in shown
+        ],
+        "errors": list(errors),
+        "bypassing": sum(1 for site in sites if not site.allowed),
+        "allowed": sum(1 for site in sites if site.allowed),
+    }

@@ -82,11 +82,11 @@ class HostConfig:
         and the directory tried: never a routed build of a nonexistent path.
         """
         if name_or_path is None:
-            return self.launch_home
+            return _configured_home(self.path, "launch_home", self.launch_home)
         if name_or_path in self.homes:
-            return self.homes[name_or_path]
+            return _configured_home(self.path, f"homes.{name_or_path}", self.homes[name_or_path])
         if name_or_path == "launch":  # the name home_name() reports for the launch home
-            return self.launch_home
+            return _configured_home(self.path, "launch_home", self.launch_home)
         path = os.path.abspath(name_or_path)
         if not os.path.isdir(path):
             names = ", ".join(["launch", *sorted(self.homes)])
@@ -125,6 +125,18 @@ class HostConfig:
             known_safe=self.known_safe,
             mcp_network_trust=self.mcp_network_trust,
         )
+
+
+def _configured_home(config_path: str, field_name: str, path: str) -> str:
+    """A home the config names, when it is an existing directory; else a ``ConfigFileError``.
+
+    A configured home that does not exist is the same mistake as ``--home``
+    naming one: never a routed build with an empty scope.
+    """
+    if not os.path.isdir(path):
+        message = f"names a home that is not an existing directory ({path})"
+        raise ConfigFileError(config_path, message, field=field_name)
+    return path
 
 
 @dataclass(frozen=True, slots=True)

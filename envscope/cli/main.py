@@ -3,114 +3,101 @@
 Commands: ``explain``, ``snapshot``, ``diff``, ``scan``, ``run``,
 ``check-spawns``. Exit codes: 0 ok, 1 findings (differences, problems,
 spawn sites; ``explain --strict`` warnings), 2 usage or I/O error. Only
-``main`` prints. No value is printed unless ``--show-values``, and Tier 1
-values are masked even then.
+``main`` prints. No value is printed unless ``--show-values``, and a value
+the build's secret rule calls a secret is masked even then.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
+from envscope import __version__
 from envscope.audit import _report
 from envscope.audit._snapshot import MAX_SNAPSHOT_BYTES, parse_snapshot
 from envscope.audit.trace import Trace
+from envscope.cli._parser import SURFACES, parser
+from envscope.cli._source import HostSource
 from envscope.cli.config import HostConfig, find_config, load_config
 from envscope.errors import EnvscopeError, SnapshotError
 from envscope.files._fs import RealFileSystem
-from envscope.host import Host
+from envscope.host import Host, home_identity
 from envscope.pipeline.secret_rule import SecretRule
 from envscope.policy._declarations import Problem
 from envscope.policy.surfaces import Surface
 
 __all__ = ["main"]
 
-SURFACES = [s.value for s in Surface]
-
 
 class UsageError(Exception):
-    """A command-line mistake (exit code 2)."""
+    """A command-line mistake (exit code 2, or ``code``: 126/127 for ``run``)."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
 
 
-def _usage_error(path: str, message: str) -> UsageError:
-    return UsageError(f"{path}: {message}")
+@dataclass(frozen=True, slots=True)
+class Audited:
+    """The host a command audits, with its config file when it came from one."""
+
+    host: Host
+    config: HostConfig | None
+
+    def resolve_home(self, home_arg: str | None) -> str:
+        """A configured home name, ``launch``, or an existing directory (``--host``: no names)."""
+        if self.config is not None:
+            return self.config.resolve_home(home_arg)
+        if home_arg is None or home_arg == "launch":
+            return self.host.launch_home
+        path = os.path.abspath(home_arg)
+        if not os.path.isdir(path):
+            raise UsageError(
+                f"home {home_arg!r} is not an existing directory ({path}); with --host, "
+                "--home takes 'launch' or a path"
+            )
+        return path
+
+    def home_name(self, path: str) -> str:
+        """The config's name for a home, ``launch``, else the path."""
+        if self.config is not None:
+            return self.config.home_name(path)
+        if home_identity(path) == self.host.launch_home:
+            return "launch"
+        return _report.display_path(path, os.getcwd())
 
 
 @dataclass(slots=True)
 class Built:
-    """One live build: the host, its config, the trace and every value involved."""
+    """One live build: the host, the trace, the child env and every value involved."""
 
-    config: HostConfig
-    host: Host
+    audited: Audited
     home: str
     trace: Trace
+    child: dict[str, str]
     values: dict[str, str]
     rule: SecretRule  # the build's one secret rule: what --show-values masks
+
+    @property
+    def host(self) -> Host:
+        """The audited host."""
+        return self.audited.host
 
     def snapshot(self) -> dict[str, Any]:
         """The JSON snapshot of this build (keys, decisions, fingerprints)."""
         return _report.snapshot_of(
             self.trace,
-            home=self.config.home_name(self.home),
+            home=self.audited.home_name(self.home),
             relative_to=os.getcwd(),
             key_id=self.host.fingerprint_key_id(),
         )
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="envscope", description="Explain, compare and reproduce child environments."
-    )
-    config_help = "host config file (default: $ENVSCOPE_CONFIG, ./envscope.yaml)"
-    parser.add_argument("--config", help=config_help)
-    sub = parser.add_subparsers(dest="command", required=True)
-    # --config also after the subcommand; given there, it wins (SUPPRESS: absent, no default)
-    with_config = argparse.ArgumentParser(add_help=False)
-    with_config.add_argument("--config", default=argparse.SUPPRESS, help=config_help)
-
-    def build_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--home", help="a home name from the config's homes, or a path")
-        p.add_argument("--surface", choices=SURFACES, default="terminal")
-
-    explain = sub.add_parser(
-        "explain", parents=[with_config], help="every key a child gets or not, and why"
-    )
-    build_options(explain)
-    explain.add_argument("--json", action="store_true", help="stable JSON (see docs/cli.md)")
-    explain.add_argument("--show-values", action="store_true", help="print values (Tier 1 masked)")
-    explain.add_argument("--strict", action="store_true", help="exit 1 on problems or warnings")
-    snapshot = sub.add_parser(
-        "snapshot", parents=[with_config], help="save the JSON an auditor diffs later"
-    )
-    build_options(snapshot)
-    snapshot.add_argument("-o", "--output", required=True, help="file to write ('-' for stdout)")
-    diff = sub.add_parser(
-        "diff", parents=[with_config], help="compare two snapshots or live builds"
-    )
-    diff.add_argument("a", help="a snapshot file, '-' for stdin, or home:NAME[/surface]")
-    diff.add_argument("b", help="a snapshot file, '-' for stdin, or home:NAME[/surface]")
-    diff.add_argument("--json", action="store_true")
-    scan = sub.add_parser("scan", parents=[with_config], help="lint every plugin manifest")
-    scan.add_argument(
-        "homes", nargs="*", help="home names or paths (default: every configured home)"
-    )
-    scan.add_argument("--plugin", help="lint one plugin directory alone (needs no config)")
-    scan.add_argument("--json", action="store_true")
-    run = sub.add_parser(
-        "run", parents=[with_config], help="run a command with exactly the env a child would get"
-    )
-    build_options(run)
-    run.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
-    check = sub.add_parser("check-spawns", help="find spawn sites that bypass the factory")
-    check.add_argument("paths", nargs="+")
-    check.add_argument("--show-allowed", action="store_true", help="also list allowed sites")
-    return parser
 
 
 def _config(args: argparse.Namespace) -> HostConfig:
@@ -122,21 +109,57 @@ def _config(args: argparse.Namespace) -> HostConfig:
     return load_config(choice.path, trusted=choice.explicit)
 
 
-def _build(config: HostConfig, home_arg: str | None, surface: str) -> Built:
-    environ = dict(os.environ)
-    host = config.build_host(environ)
-    host.load_launch_env()
-    home = config.resolve_home(home_arg)
+def _audited(args: argparse.Namespace, *, load: bool = True) -> Audited:
+    """The host to audit (``--host`` or the config) over its parent env (``--pid`` or ours)."""
+    source = HostSource(getattr(args, "host", None), getattr(args, "pid", None))
+    if source.host_spec is not None and getattr(args, "config", None) is not None:
+        raise UsageError("--host and --config each name the host: pass one of them")
+    pinned = source.parent_env()
+    if source.host_spec is not None:
+        host = source.factory_host(os.environ if pinned is None else pinned)
+        config = None
+    else:
+        config = _config(args)
+        host = config.build_host(dict(os.environ) if pinned is None else pinned)
+    if load:
+        host.load_launch_env()
+    return Audited(host, config)
+
+
+def _build(audited: Audited, home_arg: str | None, surface: str) -> Built:
+    host = audited.host
+    home = audited.resolve_home(home_arg)
     trace = Trace(fingerprint=host.fingerprint)
     with host.routed(home) as binding:
         child = host.build_subprocess_env(surface=Surface(surface), trace=trace)
         rule = host.secret_rule(surface=Surface(surface))
-    values = {**environ, **binding.scope, **child}
-    return Built(config, host, home, trace, values, rule)
+    values = {**host.environ_snapshot(), **binding.scope, **child}
+    return Built(audited, home, trace, child, values, rule)
 
 
-def _use_color(stream: Any) -> bool:
-    return bool(getattr(stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ
+def _layout(choice: str, stream: Any) -> _report.Layout:
+    """Colour and width for text output, decided from this command's own env and stream.
+
+    ``--color always|never`` wins; else ``NO_COLOR`` (set and not empty) turns
+    colour off, ``FORCE_COLOR`` (set and not empty) on, and a terminal decides.
+    The width is ``$COLUMNS``, else the terminal's, else no limit (a pipe).
+    """
+    tty = bool(getattr(stream, "isatty", lambda: False)())
+    if choice != "auto":
+        color = choice == "always"
+    elif os.environ.get("NO_COLOR"):
+        color = False
+    elif os.environ.get("FORCE_COLOR"):
+        color = True
+    else:
+        color = tty
+    columns = os.environ.get("COLUMNS", "")
+    width: int | None = None
+    if columns.isascii() and columns.isdigit() and int(columns) > 0:
+        width = int(columns)
+    elif tty:
+        width = shutil.get_terminal_size().columns
+    return _report.Layout(color=color, width=width)
 
 
 def _masker(built: Built, snap: dict[str, Any]) -> Callable[[str], bool]:
@@ -158,20 +181,43 @@ def _masker(built: Built, snap: dict[str, Any]) -> Callable[[str], bool]:
     return must_mask
 
 
+def _selector(args: argparse.Namespace) -> Callable[[str, Mapping[str, Any]], bool] | None:
+    """The rows ``--key`` and ``--only`` pick (None: every row)."""
+    keys = None if not args.key else {k.upper() for k in args.key}
+    only = args.only
+    if keys is None and only is None:
+        return None
+
+    def shown(key: str, info: Mapping[str, Any]) -> bool:
+        if keys is not None and key.upper() not in keys:
+            return False
+        return only is None or (only == "kept") == bool(info["in_child"])
+
+    return shown
+
+
 def _cmd_explain(args: argparse.Namespace) -> int:
-    built = _build(_config(args), args.home, args.surface)
+    built = _build(_audited(args), args.home, args.surface)
     snap = built.snapshot()
     must_mask = _masker(built, snap)
+    shown = _selector(args)
     if args.json:
+        out = dict(snap)
+        if shown is not None:
+            out["keys"] = {k: v for k, v in snap["keys"].items() if shown(k, v)}
         if args.show_values:
-            snap["values"] = {
-                k: _report.MASK if must_mask(k) else built.values.get(k) for k in snap["keys"]
+            # the child's own spellings (case twins each), so `run -- env` shows the same
+            picked = {k.upper() for k in out["keys"]}
+            out["values"] = {
+                k: _report.MASK if must_mask(k) else v
+                for k, v in built.child.items()
+                if k.upper() in picked
             }
-        print(_report.format_json(snap), end="")
+        print(_report.format_json(out), end="")
     else:
         values = built.values if args.show_values else None
         text = _report.format_explain(
-            snap, values=values, is_tier1=must_mask, color=_use_color(sys.stdout)
+            snap, values=values, is_tier1=must_mask, layout=args.layout, shown=shown
         )
         print(text, end="")
         print(built.trace.summary())
@@ -180,7 +226,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 
 def _cmd_snapshot(args: argparse.Namespace) -> int:
-    snap = _build(_config(args), args.home, args.surface).snapshot()
+    snap = _build(_audited(args), args.home, args.surface).snapshot()
     text = _report.format_json(snap)
     if args.output == "-":
         print(text, end="")
@@ -199,8 +245,8 @@ def _load_operand(args: argparse.Namespace, operand: str) -> dict[str, Any]:
         name, _, surface = operand[len("home:") :].partition("/")
         if surface and surface not in SURFACES:
             raise UsageError(f"{operand}: unknown surface {surface!r}")
-        return _build(_config(args), name or None, surface or "terminal").snapshot()
-    return parse_snapshot(_read_operand(operand), operand, _report.SNAPSHOT_VERSION)
+        return _build(_audited(args), name or None, surface or "terminal").snapshot()
+    return parse_snapshot(_read_operand(operand), operand, _report.SNAPSHOT_VERSIONS)
 
 
 def _read_operand(operand: str) -> bytes:
@@ -229,18 +275,19 @@ def _read_operand(operand: str) -> bytes:
 def _cmd_diff(args: argparse.Namespace) -> int:
     labels = (args.a, args.b)
     snap_a, snap_b = _load_operand(args, args.a), _load_operand(args, args.b)
-    entries = _report.diff_snapshots(snap_a, snap_b, labels=labels)
+    entries = _report.diff_snapshots(snap_a, snap_b)
     comparable = _report.fingerprints_comparable(snap_a, snap_b)
     if args.json:
         payload = {
             "a": args.a,
             "b": args.b,
             "fingerprints_comparable": comparable,
-            "differences": [asdict(e) for e in entries],
+            "differences": [e.as_json() for e in entries],
         }
         print(_report.format_json(payload), end="")
     else:
-        print(_report.format_diff(entries, labels, comparable=comparable), end="")
+        text = _report.format_diff(entries, labels, comparable=comparable, layout=args.layout)
+        print(text, end="")
     return 1 if entries else 0
 
 
@@ -283,19 +330,21 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     if args.plugin:
         reports = [_scan_plugin(args.plugin)]
     else:
-        config = _config(args)
-        host = config.build_host({})
-        homes = args.homes or [config.launch_home, *config.homes.values()]
+        audited = _audited(args, load=False)
+        host = audited.host
+        config = audited.config
+        configured = [] if config is None else list(config.homes.values())
+        homes = args.homes or [host.launch_home, *configured]
         reports = []
         for home_arg in homes:
-            home = config.resolve_home(home_arg)
+            home = audited.resolve_home(home_arg)
             decl = host.manifest_declarations(home)
             cwd = os.getcwd()
             secrets: dict[str, list[str]] = {}
             for name, d in decl.secrets.items():
                 secrets.setdefault(_report.display_path(d.origin.path or "?", cwd), []).append(name)
             problems = [_report.relative_problem(p, cwd) for p in decl.problems]
-            reports.append(_report.ScanReport(config.home_name(home), secrets, problems))
+            reports.append(_report.ScanReport(audited.home_name(home), secrets, problems))
     if args.json:
         print(_report.format_json(_report.scan_json(reports)), end="")
     else:
@@ -345,22 +394,34 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
     _check_command(cmd)
-    config = _config(args)
-    host = config.build_host(dict(os.environ))
-    host.load_launch_env()
-    with host.routed(config.resolve_home(args.home)):
+    audited = _audited(args)
+    host = audited.host
+    with host.routed(audited.resolve_home(args.home)):
         env = host.build_subprocess_env(surface=Surface(args.surface))
     try:
         return _exec(cmd, env)
+    except FileNotFoundError:  # as env(1): 127 not found, 126 found but not executable
+        raise UsageError(f"run: {cmd[0]!r}: command not found", code=127) from None
     except OSError as exc:
-        raise UsageError(f"run: cannot execute {cmd[0]!r}: {exc.strerror}") from None
+        raise UsageError(f"run: cannot execute {cmd[0]!r}: {exc.strerror}", code=126) from None
 
 
 def _cmd_check_spawns(args: argparse.Namespace) -> int:
-    from envscope.audit._spawn_check import check_paths, exit_status, format_spawn_sites
+    from envscope.audit._spawn_check import (
+        check_paths,
+        exit_status,
+        format_spawn_sites,
+        spawn_sites_json,
+    )
 
-    sites, errors = check_paths(args.paths)
-    print(format_spawn_sites(sites, errors, show_allowed=args.show_allowed), end="")
+    sites, errors = check_paths(args.paths, exclude=args.exclude)
+    if args.json:
+        data = spawn_sites_json(sites, errors, show_allowed=args.show_allowed)
+        print(_report.format_json(data), end="")
+    else:
+        print(format_spawn_sites(sites, errors, show_allowed=args.show_allowed), end="")
+    for error in errors:
+        print(_report.printable(f"envscope: error: {error}"), file=sys.stderr)
     return exit_status(sites, errors)
 
 
@@ -389,13 +450,17 @@ def _silence_stdout() -> None:
 
 def _main(argv: Sequence[str] | None) -> int:
     try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        args = parser(__version__).parse_args(argv)
+    except SystemExit as exc:  # argparse: --help/--version (0) or a usage error (2)
         code = exc.code if isinstance(exc.code, int) else 2
     else:
+        args.layout = _layout(getattr(args, "color", "auto"), sys.stdout)
         try:
             code = _COMMANDS[args.command](args)
-        except (UsageError, EnvscopeError) as exc:
+        except UsageError as exc:
+            print(_report.printable(f"envscope: error: {exc}"), file=sys.stderr)
+            code = exc.code
+        except EnvscopeError as exc:
             print(_report.printable(f"envscope: error: {exc}"), file=sys.stderr)
             code = 2
     sys.stdout.flush()

@@ -102,8 +102,11 @@ def test_diff_of_two_builds(make_host: HostFactory, homes: dict[str, Path]) -> N
     entries = diff_snapshots(a, b)
     changes = [(e.key, e.change) for e in entries]
     assert changes == [("ENVSCOPE_HOME", "added"), ("NEW", "added"), ("SHARED", "changed")]
-    assert "home-var" in entries[0].rule
-    assert "scope-value" in entries[2].rule
+    assert "home-var" in entries[0].rule(("A", "B"))
+    assert entries[0].a is None
+    assert entries[0].b is not None
+    assert entries[2].b is not None
+    assert entries[2].b["reason"] == "scope-value"
     text = format_diff(entries, ("A", "B")) + format_explain(b)
     for value in ("one-value", "other-value", "n-value"):
         assert value not in text
@@ -111,7 +114,7 @@ def test_diff_of_two_builds(make_host: HostFactory, homes: dict[str, Path]) -> N
 
 @pytest.mark.parametrize("b_key", ["another-key-of-enough-length", None])
 def test_diff_under_different_keys_says_so(make_host: HostFactory, b_key: str | None) -> None:
-    """Snapshots under different (or unnamed) keys: no "changed" rows, a note says why."""
+    """Snapshots under different (or unnamed) keys: keys in both are incomparable, with a note."""
     env = {"PATH": "/b", "SHARED": "one-value", "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars"}
     host_a = make_host(env)
     host_b = make_host({**env, "ENVSCOPE_FINGERPRINT_KEY": b_key or "x-of-sixteen-chars!"})
@@ -120,9 +123,15 @@ def test_diff_under_different_keys_says_so(make_host: HostFactory, b_key: str | 
     b = snapshot_of(host_b.explain({**env, "ADDED_KEY": "v"}), home="B", key_id=b_id)
     assert a["keys"]["SHARED"]["fingerprint"] != b["keys"]["SHARED"]["fingerprint"]
     entries = diff_snapshots(a, b)
-    assert [(e.key, e.change) for e in entries] == [("ADDED_KEY", "added")]
+    changes = {(e.key, e.change) for e in entries}
+    assert ("ADDED_KEY", "added") in changes
+    assert {("SHARED", "incomparable"), ("PATH", "incomparable")} <= changes
+    assert not {change for _, change in changes} & {"changed"}
     assert not fingerprints_comparable(a, b)
-    assert "different fingerprint keys" in format_diff(entries, ("A", "B"), comparable=False)
+    text = format_diff(entries, ("A", "B"), comparable=False)
+    assert "different fingerprint keys" in text
+    assert "no differences" not in text
+    assert "incomparable" in text.splitlines()[-1]
 
 
 def _secret_values() -> set[str]:

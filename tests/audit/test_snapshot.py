@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from envscope.audit._report import SNAPSHOT_VERSIONS
 from envscope.audit._snapshot import parse_snapshot
 from envscope.cli import main
 from envscope.errors import SnapshotError
@@ -57,6 +58,13 @@ def entry(**changes: Any) -> dict[str, Any]:
     return snapshot(keys={"A": info})
 
 
+def v2(**changes: Any) -> dict[str, Any]:
+    """A version 2 snapshot (``origin`` an object) whose one entry has fields replaced."""
+    snap = entry(**changes)
+    snap["envscope_snapshot"] = 2
+    return snap
+
+
 def raw(obj: object) -> bytes:
     """JSON bytes of an object."""
     return json.dumps(obj).encode()
@@ -73,7 +81,8 @@ MALFORMED: list[tuple[str, bytes, str | None, str]] = [
     ("no-version", raw(snapshot(envscope_snapshot=None)), None, "not an envscope snapshot"),
     ("version-true", raw(snapshot(envscope_snapshot=True)), None, "not an envscope snapshot"),
     ("version-text", raw(snapshot(envscope_snapshot="1")), None, "not an envscope snapshot"),
-    ("version-2", raw(snapshot(envscope_snapshot=2)), None, "not an envscope snapshot"),
+    ("version-3", raw(snapshot(envscope_snapshot=3)), None, "not an envscope snapshot"),
+    ("version-0", raw(snapshot(envscope_snapshot=0)), None, "not an envscope snapshot"),
     ("missing-keys", raw(snapshot(keys=None)), "keys", "missing"),
     ("keys-list", raw(snapshot(keys=[PLANTED])), "keys", "must be an object, got a list"),
     ("keys-null", b'{"envscope_snapshot": 1, "child": [], "keys": null}', "keys", "got null"),
@@ -90,6 +99,33 @@ MALFORMED: list[tuple[str, bytes, str | None, str]] = [
     ("origin-number", raw(entry(origin=5)), "keys.A.origin", "must be a string or null"),
     ("fingerprint-list", raw(entry(fingerprint=[PLANTED])), "keys.A.fingerprint", "or null"),
     ("fingerprint-bool", raw(entry(fingerprint=True)), "keys.A.fingerprint", "got a boolean"),
+    ("v2-origin-text", raw(v2(origin=PLANTED)), "keys.A.origin", "must be an object or null"),
+    ("v2-origin-list", raw(v2(origin=[PLANTED])), "keys.A.origin", "got a list"),
+    ("v2-origin-no-kind", raw(v2(origin={"detail": "d"})), "keys.A.origin.kind", "missing"),
+    (
+        "v2-origin-detail-number",
+        raw(v2(origin={"kind": "k", "detail": 1})),
+        "keys.A.origin.detail",
+        "must be a string, got a number",
+    ),
+    (
+        "v2-origin-path-number",
+        raw(v2(origin={"kind": "k", "detail": "d", "path": 1})),
+        "keys.A.origin.path",
+        "must be a string or null",
+    ),
+    (
+        "v2-origin-line-text",
+        raw(v2(origin={"kind": "k", "detail": "d", "line": "3"})),
+        "keys.A.origin.line",
+        "must be a number or null, got a string",
+    ),
+    (
+        "v2-origin-line-bool",
+        raw(v2(origin={"kind": "k", "detail": "d", "line": True})),
+        "keys.A.origin.line",
+        "got a boolean",
+    ),
     (
         "control-characters-in-key",
         raw(snapshot(keys={"A\x1b[2J": 1})),
@@ -111,7 +147,7 @@ MALFORMED: list[tuple[str, bytes, str | None, str]] = [
 def test_malformed_snapshot_is_a_typed_error(data: bytes, field: str | None, words: str) -> None:
     """parse_snapshot raises SnapshotError naming the file and the field, with no value."""
     with pytest.raises(SnapshotError) as info:
-        parse_snapshot(data, "snap.json", 1)
+        parse_snapshot(data, "snap.json", SNAPSHOT_VERSIONS)
     error = info.value
     assert (error.path, error.field) == ("snap.json", field)
     assert words in str(error)
@@ -149,7 +185,7 @@ def test_valid_snapshot_with_extra_fields_is_accepted() -> None:
     """Fields diff does not read (a newer writer's) are left alone; missing optionals are fine."""
     snap = entry(origin=None, fingerprint=None, extra_field=[1, 2])
     snap["new_top_level"] = {"x": 1}
-    assert parse_snapshot(raw(snap), "s.json", 1) == snap
+    assert parse_snapshot(raw(snap), "s.json", SNAPSHOT_VERSIONS) == snap
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
@@ -172,3 +208,18 @@ def test_snapshot_path_with_nul_is_exit_2(capsys: pytest.CaptureFixture[str]) ->
     """A snapshot path holding NUL (possible through main(argv)) is exit 2, not a traceback."""
     assert main(["diff", "a\0b", "c"]) == 2
     assert "holds a NUL character" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        None,
+        {"kind": "catalog", "detail": "d"},
+        {"kind": "manifest", "detail": "chatx", "path": "p/plugin.yaml", "line": 4},
+    ],
+    ids=["null", "no-path", "path-and-line"],
+)
+def test_version_2_origin_objects_are_read(origin: object) -> None:
+    """A version 2 snapshot's origin object (or null) is accepted as written."""
+    snap = v2(origin=origin)
+    assert parse_snapshot(raw(snap), "s.json", SNAPSHOT_VERSIONS) == snap

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,9 +60,36 @@ def test_show_values_masks_consulted_tier1_and_aliases(
     for secret in (LAUNCH_ONLY, CATALOG_T1):
         assert secret not in out
     if as_json:
-        values = json.loads(out)["values"]
-        assert values["OPERATOR_SETTING"] == SHOWN
+        values = json.loads(out)["values"]  # the child's env: a stripped key is not in it
+        assert values.get("OPERATOR_SETTING") == (None if surface == "mcp" else SHOWN)
         for key in ("CHATX_BOT_TOKEN", "TELEGRAM_BOT_TOKEN", "COPY_OF_TOKEN", "COPY_OF_CHATX"):
-            assert values[key] == "********", key
+            assert values.get(key, "********") == "********", key
     else:
         assert SHOWN in out
+
+
+@pytest.mark.parametrize("home", [None, "b"])
+def test_show_values_json_is_the_childs_env_with_case_twins(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    config: str,
+    tmp_path: Path,
+    home: str | None,
+) -> None:
+    """--json --show-values keys each spelling the child gets (both case twins): run -- env's."""
+    monkeypatch.setenv("Mixed_Case", "lower-twin")
+    monkeypatch.setenv("MIXED_CASE", "upper-twin")
+    argv = ["--config", config, "explain", "--show-values", "--json"]
+    argv += ["--home", home] if home else []
+    assert main(argv) in (0, 1)
+    values = json.loads(capsys.readouterr().out)["values"]
+    assert (values["Mixed_Case"], values["MIXED_CASE"]) == ("lower-twin", "upper-twin")
+    dump = tmp_path / "env.json"
+    code = "import json, os, sys; json.dump(dict(os.environ), open(sys.argv[1], 'w'))"
+    run = ["--config", config, "run", *(["--home", home] if home else [])]
+    monkeypatch.setattr(os, "execvpe", lambda _f, _a, env: dump.write_text(json.dumps(env)))
+    assert main([*run, "--", sys.executable, "-c", code, str(dump)]) == 0
+    child = json.loads(dump.read_text())
+    assert {k: v for k, v in values.items() if v != "********"} == {
+        k: v for k, v in child.items() if values.get(k) != "********"
+    }

@@ -20,6 +20,8 @@ def write(tmp_path: Path, text: str) -> str:
 
 def test_paths_are_relative_to_the_file(tmp_path: Path) -> None:
     """Every path in the file resolves against the file's directory."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
     cfg = load_config(
         write(
             tmp_path,
@@ -97,3 +99,21 @@ def test_build_host_uses_config(tmp_path: Path) -> None:
     host = cfg.build_host({"MY_HOST_SECRET": "s", "NOISY_X": "1", "OPENAI_API_KEY": "k"})
     assert host.home_env_var == "AGENT_HOME"
     assert host.build_subprocess_env() == {"OPENAI_API_KEY": "k"}
+
+
+@pytest.mark.parametrize(
+    ("document", "home", "field"),
+    [
+        ("launch_home: ./gone\n", None, "launch_home"),
+        ("launch_home: ./gone\n", "launch", "launch_home"),
+        ("launch_home: .\nhomes: {work: ./typo}\n", "work", "homes.work"),
+    ],
+    ids=["launch-default", "launch-by-name", "routed-home"],
+)
+def test_a_configured_home_that_is_missing_is_an_error(
+    tmp_path: Path, document: str, home: str | None, field: str
+) -> None:
+    """A configured home that is not a directory is a ConfigFileError naming the file and field."""
+    cfg = load_config(write(tmp_path, document))
+    with pytest.raises(ConfigFileError, match=rf"envscope.yaml: {field}: names a home that is not"):
+        cfg.resolve_home(home)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from envscope.audit._report import (
     DiffEntry,
+    Layout,
     ScanReport,
     format_diff,
     format_explain,
@@ -59,14 +60,17 @@ def test_explain_escapes(
     """explain: keys, origins, home, problems, warnings and values are escaped."""
     snapshot = _snapshot(keys, origin, home, problem)
     values = dict.fromkeys(keys, origin)
-    out = format_explain(snapshot, values=values, is_tier1=lambda _k: False, color=color)
+    out = format_explain(
+        snapshot, values=values, is_tier1=lambda _k: False, layout=Layout(color=color)
+    )
     assert_terminal_safe(out)
 
 
 @given(key=TEXT, rule=TEXT, a=TEXT, b=TEXT)
 def test_diff_escapes(key: str, rule: str, a: str, b: str) -> None:
     """diff: keys, rules and the two labels are escaped."""
-    entries = [DiffEntry(key, "added", rule), DiffEntry(key, "changed", rule)]
+    side = {"action": rule, "stage": rule, "reason": rule, "origin": rule}
+    entries = [DiffEntry(key, "added", None, side), DiffEntry(key, "changed", side, side)]
     assert_terminal_safe(format_diff(entries, (a, b)))
     assert_terminal_safe(format_diff([], (a, b), comparable=False))
 

@@ -1,0 +1,174 @@
+"""The ``envscope`` argument parser: every command and option carries its help text.
+
+``tests/cli/test_cli_help.py`` walks this parser and fails on an option or
+a command without help, so ``envscope COMMAND --help`` always says what each
+flag does.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from envscope.policy.surfaces import Surface
+
+__all__ = ["SURFACES", "parser"]
+
+SURFACES = [s.value for s in Surface]
+ONLY = ("removed", "kept")
+COLOR = ("auto", "always", "never")
+
+_EPILOG = (
+    "Exit codes: 0 ok, 1 findings, 2 usage or I/O error (run: 126 not executable, "
+    "127 not found). Values are never printed unless --show-values. See docs/cli.md."
+)
+_CONFIG_HELP = "host config file (default: $ENVSCOPE_CONFIG, else ./envscope.yaml)"
+_HOST_HELP = (
+    "build the host from its own code: MODULE:ATTR names a Host or a no-argument factory "
+    "returning one (as uvicorn app:app does); no config file is read"
+)
+_PID_HELP = "audit a running host: take the parent env from /proc/PID/environ instead of this shell"
+
+
+def _common(p: argparse.ArgumentParser, default: object) -> None:
+    """The options that say which host and parent env to audit (before or after the command)."""
+    p.add_argument("--config", default=default, metavar="FILE", help=_CONFIG_HELP)
+    p.add_argument("--host", default=default, metavar="MODULE:ATTR", help=_HOST_HELP)
+    p.add_argument("--pid", default=default, metavar="PID", help=_PID_HELP)
+
+
+def _build_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--home",
+        metavar="HOME",
+        help="a home name from the config's homes, 'launch', or an existing directory "
+        "(default: the launch home)",
+    )
+    p.add_argument(
+        "--surface",
+        choices=SURFACES,
+        default="terminal",
+        help="the kind of child to build for (default: terminal)",
+    )
+
+
+def _command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    summary: str,
+    description: str,
+    parents: list[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    return sub.add_parser(
+        name, parents=parents, help=summary, description=description, epilog=_EPILOG
+    )
+
+
+def parser(version: str) -> argparse.ArgumentParser:
+    """The whole command line."""
+    top = argparse.ArgumentParser(
+        prog="envscope",
+        description="Explain, compare and reproduce the env envscope builds for a child process.",
+        epilog=_EPILOG,
+    )
+    top.add_argument(
+        "-V", "--version", action="version", version=f"envscope {version}",
+        help="print the version and exit",
+    )  # fmt: skip
+    _common(top, None)
+    sub = top.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", help="one of the commands below"
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    _common(common, argparse.SUPPRESS)  # given after the command, it wins
+
+    explain = _command(
+        sub, "explain", "every key a child gets or not, and why",
+        "Build the env a spawn would get and print one decision per key: the action, the "
+        "stage that decided, the reason and where the rule came from.",
+        [common],
+    )  # fmt: skip
+    _build_options(explain)
+    explain.add_argument("--json", action="store_true", help="stable JSON (the snapshot format)")
+    explain.add_argument(
+        "--show-values", action="store_true",
+        help="also print values (protected values masked as ********)",
+    )  # fmt: skip
+    explain.add_argument(
+        "--strict", action="store_true", help="exit 1 on manifest problems or warnings"
+    )
+    explain.add_argument(
+        "--key", action="append", metavar="NAME",
+        help="show only this key (any case; repeat for more)",
+    )  # fmt: skip
+    explain.add_argument(
+        "--only", choices=ONLY,
+        help="show only the keys the child gets (kept) or does not get (removed)",
+    )  # fmt: skip
+    explain.add_argument(
+        "--color", choices=COLOR, default="auto",
+        help="colour the ACTION column: auto (a terminal, unless NO_COLOR; FORCE_COLOR forces), "
+        "always or never",
+    )  # fmt: skip
+
+    snapshot = _command(
+        sub, "snapshot", "save the JSON an auditor diffs later",
+        "Write the JSON of `explain --json` (keys, decisions, fingerprints; never values).",
+        [common],
+    )  # fmt: skip
+    _build_options(snapshot)
+    snapshot.add_argument(
+        "-o", "--output", required=True, metavar="FILE", help="file to write ('-' for stdout)"
+    )
+
+    diff = _command(
+        sub, "diff", "compare two snapshots or live builds",
+        "List keys added to, removed from and changed between two children's envs, with "
+        "each side's decision. Exit 1 when they differ or cannot be compared.",
+        [common],
+    )  # fmt: skip
+    operand = "a snapshot file, '-' for stdin, or home:NAME[/surface] to build live"
+    diff.add_argument("a", help=operand)
+    diff.add_argument("b", help=operand)
+    diff.add_argument("--json", action="store_true", help="stable JSON")
+
+    scan = _command(
+        sub, "scan", "lint every plugin manifest",
+        "Print the secrets each plugin manifest declares and every problem (file:line: "
+        "field). Exit 1 on any problem.",
+        [common],
+    )  # fmt: skip
+    scan.add_argument(
+        "homes", nargs="*", metavar="HOME",
+        help="home names or paths (default: the launch home and every configured home)",
+    )  # fmt: skip
+    scan.add_argument(
+        "--plugin", metavar="DIR", help="lint one plugin directory alone (needs no config)"
+    )
+    scan.add_argument("--json", action="store_true", help="stable JSON")
+
+    run = _command(
+        sub, "run", "run a command with exactly the env a child would get",
+        "Execute CMD with the env envscope builds for the home and surface (exec on POSIX).",
+        [common],
+    )  # fmt: skip
+    _build_options(run)
+    run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="the command and args")
+
+    check = _command(
+        sub, "check-spawns", "find spawn sites that bypass the factory",
+        "Statically check Python files for child processes started without an env built by "
+        "envscope. Virtualenvs, site-packages, node_modules, build/ and what .gitignore "
+        "ignores are skipped. Exit 1 on a finding, 2 when a file cannot be checked.",
+        [],
+    )  # fmt: skip
+    check.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to check")
+    check.add_argument(
+        "--show-allowed", action="store_true",
+        help="also list sites marked '# envscope: allow-inherit'",
+    )  # fmt: skip
+    check.add_argument(
+        "--exclude", action="append", default=[], metavar="GLOB",
+        help="skip paths matching this gitignore-style pattern (repeat for more)",
+    )  # fmt: skip
+    check.add_argument("--json", action="store_true", help="stable JSON")
+    return top

@@ -1,0 +1,139 @@
+"""What the command line audits: the host (config file or the host's own factory) and its env.
+
+An auditor audits the host that runs, not a shell that resembles it:
+
+- ``--pid PID`` takes the parent env from ``/proc/PID/environ``: the env the
+  host process was started with (what its service manager gave it), before
+  the host loaded its launch ``.env``; the build loads that on top, as the
+  host does.
+- ``--host MODULE:ATTR`` builds the ``Host`` from the host's own code, as
+  ``uvicorn app:app`` and ``flask --app`` do: ``ATTR`` is a ``Host`` or a
+  callable that returns one (a factory called with no arguments). The
+  current directory is importable, as for ``python -m``. With ``--pid``, the
+  module is imported under the process's env (this command's own
+  ``os.environ`` is replaced by it first), so a factory that reads its env
+  sees what the host saw.
+
+Without either, the host comes from ``envscope.yaml`` and the parent env is
+this command's own (the auditor's shell): docs/audit.md says to pin it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable, MutableMapping
+from dataclasses import dataclass
+
+from envscope.errors import ConfigurationError, FileError
+from envscope.files._fs import read_regular_file
+from envscope.host import Host
+
+__all__ = ["HostSource", "load_host_factory", "read_process_environ"]
+
+MAX_ENVIRON_BYTES = 8 * 1024 * 1024
+"""The largest ``/proc/PID/environ`` read (Linux caps a process's env far below this)."""
+
+
+def _parse_pid(pid: str) -> int:
+    if not pid.isascii() or not pid.isdigit() or int(pid) <= 0:
+        raise ConfigurationError(f"--pid: {pid!r} is not a process id (a positive integer)")
+    return int(pid)
+
+
+def read_process_environ(pid: str, *, proc_root: str = "/proc") -> dict[str, str]:
+    """The env process ``pid`` was started with, from ``PROC_ROOT/PID/environ``.
+
+    A process that does not exist, an environ this user may not read (another
+    user's process: run as that user or root), or an empty one (a kernel
+    thread, a zombie) is a ``FileError`` naming the file and saying why.
+    Names and values are decoded as ``os.environ`` decodes them (the file
+    system encoding, ``surrogateescape``).
+    """
+    path = os.path.join(proc_root, str(_parse_pid(pid)), "environ")
+    if not os.path.isdir(proc_root):
+        raise FileError(path, f"cannot read the env of process {pid}: no {proc_root} here (Linux)")
+    try:
+        data = read_regular_file(path, MAX_ENVIRON_BYTES)
+    except FileNotFoundError:
+        raise FileError(path, f"cannot read the env of process {pid}: no such process") from None
+    except PermissionError:
+        raise FileError(
+            path,
+            f"cannot read the env of process {pid}: permission denied (it belongs to another "
+            "user: run envscope as the host's user or as root)",
+        ) from None
+    except OSError as exc:
+        raise FileError(path, f"cannot read the env of process {pid}: {exc.strerror}") from None
+    if data is None:
+        raise FileError(path, f"cannot read the env of process {pid}: not a regular file")
+    if len(data) > MAX_ENVIRON_BYTES:
+        raise FileError(path, f"larger than {MAX_ENVIRON_BYTES} bytes: not read")
+    if not data:
+        raise FileError(
+            path, f"process {pid} shows an empty env (a kernel thread or a zombie?): not audited"
+        )
+    environ: dict[str, str] = {}
+    for entry in data.split(b"\0"):
+        name, sep, value = entry.partition(b"=")
+        if sep and name:  # a process may rewrite its env block: skip what is not NAME=VALUE
+            environ[os.fsdecode(name)] = os.fsdecode(value)
+    return environ
+
+
+def load_host_factory(spec: str) -> Host:
+    """The ``Host`` named by ``MODULE:ATTR`` (an instance, or a no-argument factory)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigurationError(f"--host: {spec!r} is not MODULE:ATTR (e.g. myhost.app:host)")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` and uvicorn do
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigurationError(f"--host: cannot import {module_name!r}: {exc}") from None
+    target: object = module
+    for part in attr.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise ConfigurationError(f"--host: {module_name!r} has no attribute {attr!r}") from None
+    if not isinstance(target, Host) and callable(target):
+        factory: Callable[[], object] = target
+        target = factory()
+    if not isinstance(target, Host):
+        raise ConfigurationError(
+            f"--host: {spec} is a {type(target).__name__}, not an envscope Host "
+            "(or a factory returning one)"
+        )
+    return target
+
+
+@dataclass(frozen=True, slots=True)
+class HostSource:
+    """The ``--host`` and ``--pid`` choices of one command."""
+
+    host_spec: str | None = None
+    pid: str | None = None
+    proc_root: str = "/proc"
+
+    def parent_env(self) -> dict[str, str] | None:
+        """The pinned parent env (``--pid``), or None: this command's own env."""
+        if self.pid is None:
+            return None
+        return read_process_environ(self.pid, proc_root=self.proc_root)
+
+    def factory_host(self, environ: MutableMapping[str, str]) -> Host:
+        """The host's own ``Host``, its module imported under ``environ``.
+
+        ``environ`` is the pinned parent env (or ``os.environ`` itself): this
+        process's ``os.environ`` is replaced by it first, because a factory
+        reads ``os.environ`` as the host process did.
+        """
+        if self.host_spec is None:  # pragma: no cover - callers check
+            raise ConfigurationError("--host: not given")
+        if environ is not os.environ:
+            os.environ.clear()
+            os.environ.update(environ)
+        return load_host_factory(self.host_spec)
