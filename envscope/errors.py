@@ -6,7 +6,8 @@ Every error envscope raises derives from one root, so a host can catch
     EnvscopeError
     ├── ConfigurationError        a host or call set up wrongly
     │   ├── NotConfiguredError    module-level build with no default host
-    │   └── RoutingError          e.g. a credentialed child under multiplex with no routed home
+    │   └── RoutingError          a routed home that does not exist; a credentialed child
+    │                             under multiplex with no routed home
     ├── FileError                 anything about a file: always names the path (and line/field)
     │   ├── ConfigFileError       an invalid host config file (envscope.yaml)
     │   ├── CatalogError          an invalid catalog YAML
@@ -14,7 +15,7 @@ Every error envscope raises derives from one root, so a host can catch
     │   ├── DotenvError           an unreadable or malformed dotenv file
     │   └── SnapshotError         an unreadable or malformed snapshot (``envscope diff``)
     ├── EnvValueError             a value that cannot go into a child env (names the key)
-    │   └── PassthroughRefusedError  a passthrough request for a declared secret
+    │   └── PassthroughRefusedError  a passthrough or a grant that can never pass
     └── SpawnBlockedError         the runtime guard stopped a spawn carrying host secrets
 
 No message ever holds a variable's *value*: only keys, paths, lines and fields.
@@ -52,7 +53,7 @@ class NotConfiguredError(ConfigurationError):
 
 
 class RoutingError(ConfigurationError):
-    """A build that needs a routed home has none bound (it would leak launch values)."""
+    """Routing that cannot be right: a home that does not exist, or none bound where needed."""
 
 
 class FileError(EnvscopeError):
@@ -108,7 +109,12 @@ class EnvValueError(EnvscopeError):
 
 
 class PassthroughRefusedError(EnvValueError):
-    """A passthrough request for a name a tier declares."""
+    """A passthrough or a grant that can never pass (``key`` names it, never its value).
+
+    A passthrough of a declared, force-prefixed or injection-vector name; a
+    grant of a key ``extra`` does not hold, or of a secret source's credential
+    (by name, or by a value that holds it).
+    """
 
 
 class SpawnBlockedError(EnvscopeError):
