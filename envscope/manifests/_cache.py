@@ -37,6 +37,12 @@ it with the complete scan that released them), and it shares the very
 result of a home (also across eviction); a rescan that finds exactly the same
 declarations returns the previous object unchanged.
 
+An atomic replace is not an error. A manifest that changed between the probe and
+the read (``ScanResult.changed``: it is no longer a regular file, it vanished, its
+size differs from the probe's) makes
+the check probe and read again, up to ``MAX_REREADS`` times; only a surprise that
+persists through every re-read is a problem of the scan (and fails closed).
+
 Errors. With ``on_unreadable_platform="raise"`` (the default) a problem under a
 platform root (bundled or ``plugins/platforms/``: unlistable root, unsearchable
 plugin directory, unreadable, oversize or invalid manifest) raises
@@ -69,9 +75,12 @@ from envscope.manifests._scan import (
 )
 from envscope.policy._declarations import Declaration, HomeDeclarations, Origin, Problem
 
-__all__ = ["ManifestCache", "UnreadablePlatformMode"]
+__all__ = ["MAX_REREADS", "ManifestCache", "UnreadablePlatformMode"]
 
 UnreadablePlatformMode = Literal["raise", "deny"]
+
+MAX_REREADS = 3
+"""How often one check probes and reads again after a manifest changed under its read."""
 
 
 @dataclass(slots=True)
@@ -233,17 +242,23 @@ class ManifestCache:
         else:
             roots = home_roots(home_path, self._bundled_root)
             expected = dict(self._shared)
-        found = probe(self._fs, roots, expected)
-        for rp in found.roots:
-            if rp.root.kind is RootKind.BUNDLED and self._shared.get(rp.root.path) is not rp:
+        for attempt in range(MAX_REREADS + 1):
+            found = probe(self._fs, roots, expected)
+            for rp in found.roots:
+                if rp.root.kind is RootKind.BUNDLED and self._shared.get(rp.root.path) is not rp:
+                    with self._lock:
+                        self._shared[rp.root.path] = rp
+            if cached is not None and not cached.racy and cached.stamp == found.stamp:
                 with self._lock:
-                    self._shared[rp.root.path] = rp
-        if cached is not None and not cached.racy and cached.stamp == found.stamp:
-            with self._lock:
-                cached.ticket = max(cached.ticket, ticket)
-            return cached
-        result = scan(self._fs, found, self._parsed)
-        self._prune_parsed()
+                    cached.ticket = max(cached.ticket, ticket)
+                return cached
+            result = scan(self._fs, found, self._parsed)
+            self._prune_parsed()
+            if not result.changed or attempt == MAX_REREADS:
+                break
+            # A manifest changed between the probe and the read (an updater's os.replace):
+            # probe again from this probe (unchanged entries are reused) and read again.
+            expected = {rp.root.path: rp for rp in found.roots}
         previous = retained if cached is None else cached.declarations
         fresh = _retain(previous, result)
         if previous is not None and fresh.replace(generation=previous.generation) == previous:
