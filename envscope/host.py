@@ -12,6 +12,7 @@ import contextlib
 import contextvars
 import os
 import threading
+import time
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -29,7 +30,7 @@ from envscope._launch import LaunchState
 from envscope.audit.trace import Trace
 from envscope.errors import ConfigurationError, RoutingError
 from envscope.pipeline import stages
-from envscope.pipeline._binding import Binding
+from envscope.pipeline._binding import Binding, HomeShare
 from envscope.pipeline._guard_rule import GuardRule
 from envscope.pipeline._memo import BuildMemo, MemoKey
 from envscope.pipeline._residue_rule import ResidueRule
@@ -53,7 +54,10 @@ if TYPE_CHECKING:
     from envscope.policy.catalog import Catalog  # loaded on first use (the catalog property)
     from envscope.policy.sources import SecretSource
 
-__all__ = ["Binding", "Host", "home_identity"]
+__all__ = ["MAX_HOMES", "Binding", "Host", "home_identity"]
+
+MAX_HOMES = 256
+"""Homes whose manifests, policy, scope and residue verdicts a host keeps (LRU)."""
 
 
 class Host:
@@ -91,7 +95,12 @@ class Host:
         self._managed_path = None if managed_env_file is None else os.fspath(managed_env_file)
         self._environ: MutableMapping[str, str] = os.environ if environ is None else environ
         self._launch = LaunchState(
-            self.launch_home, self._environ, self._managed_path, self._never_residue
+            self.launch_home,
+            self._environ,
+            self._managed_path,
+            self._never_residue,
+            maxsize=MAX_HOMES,
+            clock=time.time_ns if fs is None else fs.now_ns,
         )
         self._bundled = None if bundled_plugins is None else os.fspath(bundled_plugins)
         self._global_names = (
@@ -113,7 +122,14 @@ class Host:
         self._source_credentials: frozenset[str] = frozenset()
         self._granted: set[tuple[str, str]] = set()  # (upper key, value) granted: the guard
         self._census = AdapterCensus()
-        self._policies: dict[str, tuple[HomeDeclarations, int, SecretPolicy]] = {}
+        from cachetools import LRUCache  # small; the caches below are bounded with the manifests'
+
+        # Per home, bounded like the manifest cache (LRU): its policy and the residue rule and
+        # build memo its bindings share. Retention (names only) lives in the manifest cache.
+        self._policies: LRUCache[str, tuple[HomeDeclarations, int, SecretPolicy]] = LRUCache(
+            MAX_HOMES
+        )
+        self._shares: LRUCache[str, HomeShare] = LRUCache(MAX_HOMES)
         self._manifests: ManifestCache | None = None
         self._memo = BuildMemo()  # builds with no routed() binding (a binding has its own)
         self._binding: contextvars.ContextVar[Binding | None] = contextvars.ContextVar(
@@ -201,24 +217,31 @@ class Host:
         if not routed:
             binding = Binding(home=identity, routed=False)
         else:
-            if scope is None:
+            share = None
+            if scope is None:  # cached under the files' signatures (sources fetched anew)
                 values, origins, names = self._launch.scope(identity, self.global_names)
+                with self._lock:
+                    share = self._shares.get(identity)
             else:
-                values = snapshot_env(scope, "scope")
+                values = MappingProxyType(snapshot_env(scope, "scope"))
                 caller = Origin(OriginKind.CALLER, "scope passed to routed()")
-                origins = {norm(k): caller for k in values}
+                origins = MappingProxyType({norm(k): caller for k in values})
                 names = frozenset()
             residue, residue_origins = self._launch.residue()
             binding = Binding(
                 launch_policy=self._policy_of(self.launch_home),
                 home=identity,
                 routed=True,
-                scope=MappingProxyType(values),
-                scope_origins=MappingProxyType(origins),
+                scope=values,
+                scope_origins=origins,
                 source_names=names,
                 residue=residue,
-                residue_origins=MappingProxyType(residue_origins),
+                residue_origins=residue_origins,
+                share=share,
             )
+            if scope is None and binding.share is not share:
+                with self._lock:  # the home's residue verdicts and memo, for its next binding
+                    self._shares[identity] = binding.share
         token = self._binding.set(binding)
         try:
             yield binding
@@ -250,6 +273,7 @@ class Host:
                         bundled_root=self._bundled,
                         fs=self._fs,
                         on_unreadable_platform=self._on_unreadable_platform,
+                        maxsize=MAX_HOMES,
                     )
                 cache = self._manifests
         return cache
