@@ -13,7 +13,7 @@ import contextvars
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -113,6 +113,7 @@ class Host:
         self._windows = WINDOWS if windows is None else windows
         self._surface_policies = {Surface(k): v for k, v in (surface_policies or {}).items()}
         self._fingerprint_key: bytes | None = None
+        self._fingerprint_fn: Callable[[str, str], str] | None = None
         self._strip_value_aliases = strip_value_aliases
         self._max_env_bytes = max_env_bytes
         self._allow_injection = frozenset(map(norm, name_list(allow_injection, "allow_injection")))
@@ -472,9 +473,16 @@ class Host:
 
     def fingerprint(self, name: str, value: str) -> str:
         """A short keyed fingerprint of ``name=value`` (the key is this host's; docs/audit.md)."""
-        from envscope.audit._fingerprint import fingerprint
+        return self._fingerprinter()(name, value)
 
-        return fingerprint(self._key(), name, value)
+    def _fingerprinter(self) -> Callable[[str, str], str]:
+        """This host's fingerprint function: the key read once, cheap per value."""
+        found = self._fingerprint_fn
+        if found is None:
+            from envscope.audit._fingerprint import fingerprinter
+
+            found = self._fingerprint_fn = fingerprinter(self._key())
+        return found
 
     def fingerprint_key_id(self) -> str:
         """The public id of this host's fingerprint key (snapshots carry it)."""
@@ -510,6 +518,6 @@ class Host:
 
     def explain(self, base: Mapping[str, str] | None = None, **kwargs: object) -> Trace:
         """Run a build with a fresh, fingerprinting trace and return the trace."""
-        trace = Trace(fingerprint=self.fingerprint)
+        trace = Trace(fingerprint=self._fingerprinter())  # the key read once per host
         self.build_subprocess_env(base, trace=trace, **kwargs)  # type: ignore[arg-type]
         return trace
