@@ -83,6 +83,7 @@ class Host:
         allow_injection: Iterable[str] = (),
         known_safe: Iterable[str] = (),
         mcp_network_trust: bool = True,
+        change_notification: bool | None = None,
     ) -> None:
         self.launch_home = home_identity(launch_home)
         self.multiplex = multiplex
@@ -109,6 +110,11 @@ class Host:
             else frozenset(map(norm, name_list(global_names, "global_names")))
         )
         self._fs = fs
+        # inotify in front of the manifest stamp (docs/manifests.md): on by default on Linux over
+        # the real file system; a file-system seam (tests, fakes) gets the stamp unless asked.
+        self._change_notification = (
+            fs is None if change_notification is None else bool(change_notification)
+        )
         self._on_unreadable_platform: Literal["raise", "deny"] = on_unreadable_platform
         self._windows = WINDOWS if windows is None else windows
         self._surface_policies = {Surface(k): v for k, v in (surface_policies or {}).items()}
@@ -267,14 +273,17 @@ class Host:
         cache = self._manifests
         if cache is None:
             from envscope.manifests._cache import ManifestCache
+            from envscope.manifests._gate import create_gate
 
             with self._lock:
                 if self._manifests is None:
+                    gate = create_gate(max_homes=MAX_HOMES) if self._change_notification else None
                     self._manifests = ManifestCache(
                         bundled_root=self._bundled,
                         fs=self._fs,
                         on_unreadable_platform=self._on_unreadable_platform,
                         maxsize=MAX_HOMES,
+                        gate=gate,
                     )
                 cache = self._manifests
         return cache

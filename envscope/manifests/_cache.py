@@ -62,9 +62,11 @@ from typing import Literal
 
 from envscope.errors import ConfigurationError, ManifestError
 from envscope.files._fs import FileSystem, RealFileSystem
+from envscope.manifests._gate import ChangeGate
 from envscope.manifests._scan import (
     CandidateProbe,
     Parsed,
+    Probe,
     Root,
     RootKind,
     RootProbe,
@@ -141,6 +143,7 @@ class ManifestCache:
         fs: FileSystem | None = None,
         on_unreadable_platform: UnreadablePlatformMode = "raise",
         maxsize: int = 256,
+        gate: ChangeGate | None = None,
     ) -> None:
         if on_unreadable_platform not in ("raise", "deny"):
             raise ConfigurationError(
@@ -165,6 +168,7 @@ class ManifestCache:
         # What each settled manifest of those shared roots declares, parsed once for all homes
         # (pruned to the current probe of the shared roots after each scan).
         self._parsed: dict[CandidateProbe, Parsed] = {}
+        self._gate = gate  # change notification in front of the stamp (None: the stamp only)
         self._tickets = itertools.count(1)
         self._generations = itertools.count(1)
 
@@ -236,12 +240,37 @@ class ManifestCache:
                 return cached  # a check that started after this call arrived
             ticket = next(self._tickets)
             retained = self._retained.get(key)  # survives the LRU's eviction of ``cached``
+        gate = self._gate
         if cached is not None and cached.home_path == home_path:
+            if gate is not None and not cached.racy and gate.unchanged(key):
+                with self._lock:  # no event, every re-stat agrees: the stamp would be equal
+                    cached.ticket = max(cached.ticket, ticket)
+                return cached
             roots = cached.roots
             expected = cached.expected(self._shared)
         else:
             roots = home_roots(home_path, self._bundled_root)
             expected = dict(self._shared)
+        if gate is None:
+            return self._stamp(key, home_path, cached, retained, ticket, roots, expected)
+        # Clear the dirty flag and (re)watch before probing: an event from here on is seen.
+        previous = () if cached is None else cached.stamp
+        begun = gate.begin(key, tuple(r.path for r in roots), previous)
+        entry = self._stamp(key, home_path, cached, retained, ticket, roots, expected)
+        gate.arm(begun, Probe(entry.stamp))
+        return entry
+
+    def _stamp(
+        self,
+        key: str,
+        home_path: str,
+        cached: _Entry | None,
+        retained: HomeDeclarations | None,
+        ticket: int,
+        roots: tuple[Root, ...],
+        expected: dict[str, RootProbe],
+    ) -> _Entry:
+        """Probe the roots; the cached entry when the stamp is equal, else scan (and re-read)."""
         for attempt in range(MAX_REREADS + 1):
             found = probe(self._fs, roots, expected)
             for rp in found.roots:

@@ -1,0 +1,564 @@
+"""The change-notification gate: inotify answers "nothing changed" so the stamp need not run.
+
+On Linux the manifest cache asks the gate, before it probes a home, whether the
+home's previous probe still stands. The gate says *unchanged* only when it is
+sure; any doubt sends the check to the stamp (a full probe), never to
+"unchanged". A home is **clean** when its last probe was armed (below) and no
+event arrived for any directory it watches since. On every check of a clean
+home the gate also
+
+- drains the inotify queue and polls ``/proc/self/mountinfo`` (one ``poll``
+  for both): a mount table change or a queue overflow (``IN_Q_OVERFLOW``) makes
+  every home dirty;
+- re-stats each root's ``(dev, ino)`` (a root or the home replaced by a copy,
+  a root created or removed) and each symlinked plugin directory's target;
+- re-stats every *linked* manifest (a symlinked manifest, or one with more than
+  one hard link, can be written through a name no watch sees) against its
+  signature;
+- gives way to a periodic full stamp (``FULL_STAMP_NS``): a write through an
+  existing ``mmap`` makes no event, so the delay is bounded, not zero.
+
+Arming. ``begin`` drains the queue, marks the home dirty and watches its roots
+and the plugin directories of its previous stamp *before* the probe; ``arm``
+(after the probe) watches any plugin directory the probe found that was not
+watched yet and makes the home clean only when no event arrived since
+``begin``, every directory was already watched before the probe, and the probe
+is trustworthy: not racy, every candidate a regular manifest or absent, every
+root listed or missing, every file system on the allowlist of local file
+systems inotify fully sees (by ``statfs`` type: ext2/3/4, xfs, btrfs, tmpfs,
+f2fs, zfs, ramfs…; network, FUSE, 9p and overlay are never gated), and every
+watch placed (``ENOSPC``, the watch limit, leaves the home on the stamp).
+
+Bounded: at most ``max_homes`` homes are watched (LRU); an evicted home's
+watches are removed unless another home shares them (the bundled root).
+Thread-safe: one lock guards the tables; the probe runs outside it.
+
+Implementation: inotify through ``ctypes`` (``inotify_init1``,
+``inotify_add_watch``, ``inotify_rm_watch``) and ``statfs`` for the file system
+type. Judged against the small wrappers on PyPI (``inotify_simple`` and
+others): each is about this much ``ctypes`` code, and none exposes the seam the
+failure-mode tests need (``Notifier``) or the mount-table poll, so a dependency
+would add supply-chain risk for no code saved.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import select
+import stat
+import struct
+import sys
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from envscope.manifests._probe import Probe, RootProbe, Signature, State
+
+__all__ = [
+    "FULL_STAMP_NS",
+    "GATED_FS_TYPES",
+    "ChangeGate",
+    "LinuxNotifier",
+    "Notifier",
+    "create_gate",
+]
+
+IN_MODIFY = 0x002
+IN_ATTRIB = 0x004
+IN_CLOSE_WRITE = 0x008
+IN_MOVED_FROM = 0x040
+IN_MOVED_TO = 0x080
+IN_CREATE = 0x100
+IN_DELETE = 0x200
+IN_DELETE_SELF = 0x400
+IN_MOVE_SELF = 0x800
+IN_UNMOUNT = 0x2000
+IN_Q_OVERFLOW = 0x4000
+IN_IGNORED = 0x8000
+IN_NONBLOCK = 0o4000
+IN_CLOEXEC = 0o2000000
+WATCH_MASK = (
+    IN_MODIFY
+    | IN_ATTRIB
+    | IN_CLOSE_WRITE
+    | IN_MOVED_FROM
+    | IN_MOVED_TO
+    | IN_CREATE
+    | IN_DELETE
+    | IN_DELETE_SELF
+    | IN_MOVE_SELF
+)
+FULL_STAMP_NS = 5_000_000_000
+"""A clean home is stamped in full at least this often (a write through ``mmap`` has no event)."""
+
+GATED_FS_TYPES = frozenset(
+    {
+        0xEF53,  # ext2/3/4
+        0x58465342,  # xfs
+        0x9123683E,  # btrfs
+        0x01021994,  # tmpfs
+        0xF2F52010,  # f2fs
+        0x2FC12FC1,  # zfs
+        0x858458F6,  # ramfs
+        0x52654973,  # reiserfs
+        0x3153464A,  # jfs
+    }
+)
+"""Local file systems whose every change inotify reports. Anything else (NFS, SMB/CIFS,
+FUSE, 9p, overlay, ceph, an unknown type) is never gated: the stamp runs on every build."""
+
+_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
+
+Identity = tuple[int, int] | None  # (st_dev, st_ino) of a path, None when it cannot be stat-ed
+
+
+def _identity(path: str) -> Identity:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _signature(path: str) -> Signature | None:
+    try:
+        return Signature.of(os.stat(path))
+    except (OSError, ValueError):
+        return None
+
+
+class Notifier(Protocol):
+    """The gate's view of inotify and the mount table (a seam: tests inject faults)."""
+
+    def add_watch(self, path: str) -> int:
+        """Watch a directory (``WATCH_MASK``); its watch descriptor. Raises ``OSError``."""
+        ...
+
+    def rm_watch(self, wd: int) -> None:
+        """Stop watching (no error when the watch is already gone)."""
+        ...
+
+    def events(self) -> tuple[list[tuple[int, int]], bool]:
+        """The queued events ``(wd, mask)`` and whether the mount table changed, without waiting."""
+        ...
+
+    def fs_type(self, path: str) -> int | None:
+        """The ``statfs`` type of the file system holding ``path``; None when unknown."""
+        ...
+
+    def close(self) -> None:
+        """Release the inotify descriptor."""
+        ...
+
+
+class _StatFs(ctypes.Structure):
+    # Only ``f_type`` is read: it is the first field on every Linux ABI (a long); the
+    # rest of ``struct statfs`` (at most 120 bytes) is padding room.
+    _fields_ = (("f_type", ctypes.c_long), ("_rest", ctypes.c_byte * 248))
+
+
+class _Inotify:
+    """The process's one inotify instance, shared by every gate (instances are a per-user limit).
+
+    Watches are counted per descriptor (the kernel gives one inode one ``wd``);
+    the events read are handed to every subscribed gate's queue.
+    """
+
+    _shared: _Inotify | None = None
+    _shared_lock = threading.Lock()
+
+    def __init__(self) -> None:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        self._add = libc.inotify_add_watch
+        self._add.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32)
+        self._rm = libc.inotify_rm_watch
+        self._rm.argtypes = (ctypes.c_int, ctypes.c_int)
+        self.statfs = libc.statfs
+        self.statfs.argtypes = (ctypes.c_char_p, ctypes.POINTER(_StatFs))
+        fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+        if fd < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+        self.fd: int = fd
+        self.lock = threading.Lock()
+        self._counts: dict[int, int] = {}
+        self._queues: list[_Queue] = []
+
+    @classmethod
+    def get(cls) -> _Inotify:
+        """The shared instance (made on first use)."""
+        with cls._shared_lock:
+            if cls._shared is None:
+                cls._shared = cls()
+            return cls._shared
+
+    def subscribe(self, queue: _Queue) -> None:
+        with self.lock:
+            self._queues.append(queue)
+
+    def unsubscribe(self, queue: _Queue) -> None:
+        with self.lock:
+            if queue in self._queues:
+                self._queues.remove(queue)
+            for wd, n in queue.watches.items():
+                self._drop(wd, n)
+            queue.watches.clear()
+
+    def add_watch(self, queue: _Queue, path: str) -> int:
+        with self.lock:
+            wd: int = self._add(self.fd, os.fsencode(path), WATCH_MASK)
+            if wd < 0:
+                err = ctypes.get_errno()
+                raise OSError(err, os.strerror(err), path)
+            self._counts[wd] = self._counts.get(wd, 0) + 1
+            queue.watches[wd] = queue.watches.get(wd, 0) + 1
+            return wd
+
+    def rm_watch(self, queue: _Queue, wd: int) -> None:
+        with self.lock:
+            n = queue.watches.pop(wd, 0)
+            self._drop(wd, n)
+
+    def _drop(self, wd: int, n: int) -> None:
+        left = self._counts.get(wd, 0) - n
+        if left > 0:
+            self._counts[wd] = left
+        elif wd in self._counts:
+            del self._counts[wd]
+            self._rm(self.fd, wd)
+
+    def pump(self) -> None:
+        """Read every queued event (non-blocking) into every subscriber's queue."""
+        with self.lock:
+            while True:
+                try:
+                    data = os.read(self.fd, 65536)
+                except BlockingIOError:
+                    return
+                offset = 0
+                while offset + _EVENT.size <= len(data):
+                    wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
+                    offset += _EVENT.size + length
+                    if mask & IN_IGNORED:
+                        self._counts.pop(wd, None)
+                    for queue in self._queues:
+                        queue.events.append((wd, mask))
+                        if mask & IN_IGNORED:
+                            queue.watches.pop(wd, None)
+
+
+class _Queue:
+    """One gate's share of the inotify instance: its events and its watch counts (mutable)."""
+
+    __slots__ = ("events", "watches")
+
+    def __init__(self) -> None:
+        self.events: list[tuple[int, int]] = []
+        self.watches: dict[int, int] = {}
+
+
+class LinuxNotifier:
+    """One gate's notifier: the shared inotify instance, ``/proc/self/mountinfo``, ``statfs``."""
+
+    def __init__(self) -> None:
+        self._inotify = _Inotify.get()
+        self._queue = _Queue()
+        self._inotify.subscribe(self._queue)
+        self._poll = select.poll()
+        self._poll.register(self._inotify.fd, select.POLLIN)
+        self._mounts: int | None = None
+        with contextlib.suppress(OSError):
+            self._mounts = os.open("/proc/self/mountinfo", os.O_RDONLY | os.O_CLOEXEC)
+        if self._mounts is not None:
+            self._poll.register(self._mounts, select.POLLPRI | select.POLLERR)
+            self._poll.poll(0)  # the first poll reports the current table: consume it
+        self._finalizer = weakref.finalize(self, _release, self._inotify, self._queue, self._mounts)
+
+    def add_watch(self, path: str) -> int:
+        """``inotify_add_watch`` with ``WATCH_MASK`` (follows a symlinked directory)."""
+        return self._inotify.add_watch(self._queue, path)
+
+    def rm_watch(self, wd: int) -> None:
+        """Drop this gate's watch (the kernel's is removed when no gate holds it)."""
+        self._inotify.rm_watch(self._queue, wd)
+
+    def events(self) -> tuple[list[tuple[int, int]], bool]:
+        """One ``poll`` for both descriptors; the inotify queue read only when it has events."""
+        mounts = False
+        for fd, _mask in self._poll.poll(0):
+            if fd == self._mounts:
+                mounts = True
+            else:
+                self._inotify.pump()
+        queue = self._queue
+        with self._inotify.lock:  # waits for another gate's pump that read our events
+            found, queue.events = queue.events, []
+        return found, mounts
+
+    def fs_type(self, path: str) -> int | None:
+        """``statfs(path).f_type``; None when it fails."""
+        buf = _StatFs()
+        if self._inotify.statfs(os.fsencode(path), ctypes.byref(buf)) != 0:
+            return None
+        return int(buf.f_type) & 0xFFFFFFFF
+
+    def close(self) -> None:
+        """Release this gate's watches and the mount-table descriptor."""
+        self._finalizer()
+
+
+def _release(inotify: _Inotify, queue: _Queue, mounts: int | None) -> None:
+    inotify.unsubscribe(queue)
+    if mounts is not None:
+        with contextlib.suppress(OSError):
+            os.close(mounts)
+
+
+class _Home:
+    """One watched home: mutable state, changed only under the gate's lock."""
+
+    __slots__ = ("armed_ns", "clean", "dirs", "events", "linked", "links", "roots", "wds")
+
+    def __init__(self) -> None:
+        self.wds: set[int] = set()
+        self.dirs: set[str] = set()
+        self.events = 0  # grows with every event for the home (and every global doubt)
+        self.clean = False
+        self.armed_ns = 0
+        self.roots: tuple[tuple[str, Identity], ...] = ()
+        self.links: tuple[tuple[str, Identity], ...] = ()  # symlinked plugin dirs' targets
+        self.linked: tuple[tuple[str, Signature | None], ...] = ()  # linked manifests
+
+
+@dataclass(frozen=True, slots=True)
+class Begun:
+    """What ``begin`` saw: the home's record, its event count, the directories it watched."""
+
+    key: str
+    home: _Home
+    events: int
+    roots: tuple[tuple[str, Identity], ...]
+    watched: frozenset[str]
+    failed: bool
+
+
+class ChangeGate:
+    """Per-home "unchanged since the last probe" answers from inotify; thread-safe, bounded."""
+
+    def __init__(
+        self,
+        notifier: Notifier,
+        *,
+        max_homes: int = 256,
+        full_stamp_ns: int = FULL_STAMP_NS,
+        clock: Callable[[], int] = time.monotonic_ns,
+    ) -> None:
+        self._notifier = notifier
+        self._max_homes = max_homes
+        self._full_stamp_ns = full_stamp_ns
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._homes: OrderedDict[str, _Home] = OrderedDict()
+        self._wd_homes: dict[int, set[str]] = {}
+        self._path_wd: dict[str, int] = {}
+
+    # -- under the lock ----------------------------------------------------------
+
+    def _doubt_all(self) -> None:
+        for home in self._homes.values():
+            home.clean = False
+            home.events += 1
+
+    def _drain(self) -> None:
+        events, mounts = self._notifier.events()
+        if mounts:
+            self._doubt_all()
+        for wd, mask in events:
+            if mask & IN_Q_OVERFLOW or wd < 0:
+                self._doubt_all()  # events were lost: nobody can be trusted
+                continue
+            keys = self._wd_homes.get(wd, ())
+            for key in keys:
+                home = self._homes.get(key)
+                if home is not None:
+                    home.clean = False
+                    home.events += 1
+            if mask & IN_IGNORED:  # the watch is gone (directory removed, unmounted)
+                for key in self._wd_homes.pop(wd, set()):
+                    home = self._homes.get(key)
+                    if home is not None:
+                        home.wds.discard(wd)
+                        home.dirs = {d for d in home.dirs if self._path_wd.get(d) != wd}
+                for path in [p for p, w in self._path_wd.items() if w == wd]:
+                    del self._path_wd[path]
+
+    def _release(self, key: str, home: _Home) -> None:
+        for wd in home.wds:
+            users = self._wd_homes.get(wd)
+            if users is None:
+                continue
+            users.discard(key)
+            if not users:
+                del self._wd_homes[wd]
+                for path in [p for p, w in self._path_wd.items() if w == wd]:
+                    del self._path_wd[path]
+                self._notifier.rm_watch(wd)
+
+    def _watch(self, key: str, home: _Home, path: str) -> bool:
+        """Watch ``path`` for ``home``; False when the watch cannot be placed."""
+        if path in home.dirs:
+            return True
+        try:
+            wd = self._notifier.add_watch(path)
+        except OSError:  # ENOSPC (the watch limit), EACCES, ENOENT: the stamp, for this home
+            return False
+        self._path_wd[path] = wd
+        self._wd_homes.setdefault(wd, set()).add(key)
+        home.wds.add(wd)
+        home.dirs.add(path)
+        return True
+
+    # -- the cache's calls -------------------------------------------------------
+
+    def unchanged(self, key: str) -> bool:
+        """True only when the home is clean and every re-stat agrees (else: run the stamp)."""
+        with self._lock:
+            self._drain()
+            home = self._homes.get(key)
+            if home is None or not home.clean:
+                return False
+            if self._clock() - home.armed_ns >= self._full_stamp_ns:
+                home.clean = False  # the periodic full stamp
+                return False
+            self._homes.move_to_end(key)
+            checks = (home.roots, home.links)
+            linked = home.linked
+        for pairs in checks:
+            for path, ident in pairs:
+                if _identity(path) != ident:
+                    return self._dirty(key, home)
+        for path, sig in linked:
+            if _signature(path) != sig:
+                return self._dirty(key, home)
+        return True
+
+    def _dirty(self, key: str, home: _Home) -> bool:
+        with self._lock:
+            home.clean = False
+            home.events += 1
+        return False
+
+    def begin(
+        self, key: str, root_paths: tuple[str, ...], previous: tuple[RootProbe, ...]
+    ) -> Begun:
+        """Before a probe: drain, mark the home dirty, watch its roots and known plugin dirs."""
+        with self._lock:
+            self._drain()
+            home = self._homes.get(key)
+            if home is None:
+                home = self._homes[key] = _Home()
+                while len(self._homes) > self._max_homes:
+                    old_key, old = self._homes.popitem(last=False)
+                    self._release(old_key, old)
+            self._homes.move_to_end(key)
+            home.clean = False
+            failed = False
+            for path in root_paths:
+                if os.path.isdir(path) and not self._watch(key, home, path):
+                    failed = True
+            for rp in previous:
+                for cand in rp.candidates:
+                    if not self._watch(key, home, cand.dirpath):
+                        failed = True
+            roots = tuple((path, _identity(path)) for path in root_paths)
+            return Begun(key, home, home.events, roots, frozenset(home.dirs), failed)
+
+    def arm(self, begun: Begun, found: Probe) -> None:
+        """After a probe: watch new plugin dirs; clean only if nothing moved and all is gateable."""
+        gateable = not begun.failed and _trustworthy(found)
+        links: list[tuple[str, Identity]] = []
+        linked: list[tuple[str, Signature | None]] = []
+        paths: list[str] = []
+        devs: dict[int, str] = {}
+        for rp in found.roots:
+            for cand in rp.candidates:
+                paths.append(cand.dirpath)
+                if cand.is_symlink:
+                    links.append((cand.dirpath, _identity(cand.dirpath)))
+                if cand.linked:
+                    linked.append((cand.manifest, cand.signature))
+                if cand.signature is not None:
+                    devs.setdefault(cand.signature.dev, cand.manifest)
+        for path, ident in begun.roots:
+            if ident is not None:
+                devs.setdefault(ident[0], path)
+        if gateable:
+            gateable = all(self._notifier.fs_type(p) in GATED_FS_TYPES for p in devs.values())
+        with self._lock:
+            home = self._homes.get(begun.key)
+            if home is not begun.home:
+                return  # evicted (or replaced) meanwhile: the next check starts over
+            for path in paths:
+                if not self._watch(begun.key, home, path):
+                    gateable = False
+            self._drain()
+            moved = home.events != begun.events
+            new_dirs = any(p not in begun.watched for p in paths)
+            home.roots = begun.roots
+            home.links = tuple(links)
+            home.linked = tuple(linked)
+            home.clean = gateable and not moved and not new_dirs
+            home.armed_ns = self._clock()
+
+    @property
+    def watched_homes(self) -> int:
+        """How many homes the gate watches (for tests and metrics)."""
+        with self._lock:
+            return len(self._homes)
+
+    @property
+    def watches(self) -> int:
+        """How many inotify watches the gate holds."""
+        with self._lock:
+            return len(self._wd_homes)
+
+    def close(self) -> None:
+        """Stop watching (the notifier's descriptor is closed)."""
+        with self._lock:
+            self._homes.clear()
+            self._wd_homes.clear()
+            self._path_wd.clear()
+            self._notifier.close()
+
+
+def _trustworthy(found: Probe) -> bool:
+    """A probe the gate may stand on: settled, every root listed or missing, no problem."""
+    for rp in found.roots:
+        if rp.error is not None or rp.dangling is not None:
+            return False
+        for cand in rp.candidates:
+            if cand.racy or cand.state not in (State.REGULAR, State.ABSENT):
+                return False
+            if cand.state is State.REGULAR and (
+                cand.signature is None or not stat.S_ISREG(cand.signature.mode)
+            ):
+                return False
+    return True
+
+
+def create_gate(*, max_homes: int = 256) -> ChangeGate | None:
+    """A gate over the real inotify, or None where there is none (not Linux, no descriptor)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        notifier = LinuxNotifier()
+    except (OSError, AttributeError):
+        return None
+    return ChangeGate(notifier, max_homes=max_homes)
