@@ -324,11 +324,10 @@ def _release(inotify: _Inotify, queue: _Queue, mounts: int | None) -> None:
 class _Home:
     """One watched home: mutable state, changed only under the gate's lock."""
 
-    __slots__ = ("armed_ns", "clean", "dirs", "events", "linked", "links", "roots", "wds")
+    __slots__ = ("armed_ns", "clean", "events", "linked", "links", "paths", "roots")
 
     def __init__(self) -> None:
-        self.wds: set[int] = set()
-        self.dirs: set[str] = set()
+        self.paths: dict[str, int] = {}  # watched path -> its watch descriptor
         self.events = 0  # grows with every event for the home (and every global doubt)
         self.clean = False
         self.armed_ns = 0
@@ -339,14 +338,29 @@ class _Home:
 
 @dataclass(frozen=True, slots=True)
 class Begun:
-    """What ``begin`` saw: the home's record, its event count, the directories it watched."""
+    """What ``begin`` saw: the home's record, its event count, the paths it watched (and how)."""
 
     key: str
     home: _Home
     events: int
     roots: tuple[tuple[str, Identity], ...]
-    watched: frozenset[str]
+    watched: dict[str, int]
     failed: bool
+
+
+def _watch_paths(roots: tuple[str, ...], probes: tuple[RootProbe, ...]) -> list[str]:
+    """What a home's gate watches: its roots, every plugin directory, every regular manifest.
+
+    A manifest's own inode is watched too: a write through another hard link, or a
+    new link (``st_nlink`` changes), makes no event in its directory.
+    """
+    paths = list(roots)
+    for rp in probes:
+        for cand in rp.candidates:
+            paths.append(cand.dirpath)
+            if cand.state is State.REGULAR:
+                paths.append(cand.manifest)
+    return paths
 
 
 class ChangeGate:
@@ -367,7 +381,6 @@ class ChangeGate:
         self._lock = threading.Lock()
         self._homes: OrderedDict[str, _Home] = OrderedDict()
         self._wd_homes: dict[int, set[str]] = {}
-        self._path_wd: dict[str, int] = {}
 
     # -- under the lock ----------------------------------------------------------
 
@@ -384,46 +397,54 @@ class ChangeGate:
             if mask & IN_Q_OVERFLOW or wd < 0:
                 self._doubt_all()  # events were lost: nobody can be trusted
                 continue
-            keys = self._wd_homes.get(wd, ())
-            for key in keys:
+            keys = self._wd_homes.pop(wd, set()) if mask & IN_IGNORED else self._wd_homes.get(wd)
+            for key in keys or ():
                 home = self._homes.get(key)
-                if home is not None:
-                    home.clean = False
-                    home.events += 1
-            if mask & IN_IGNORED:  # the watch is gone (directory removed, unmounted)
-                for key in self._wd_homes.pop(wd, set()):
-                    home = self._homes.get(key)
-                    if home is not None:
-                        home.wds.discard(wd)
-                        home.dirs = {d for d in home.dirs if self._path_wd.get(d) != wd}
-                for path in [p for p, w in self._path_wd.items() if w == wd]:
-                    del self._path_wd[path]
+                if home is None:
+                    continue
+                home.clean = False
+                home.events += 1
+                if mask & IN_IGNORED:  # the watch is gone (removed, unmounted): re-watch later
+                    home.paths = {p: w for p, w in home.paths.items() if w != wd}
+
+    def _unuse(self, key: str, wd: int) -> None:
+        """``key`` no longer uses ``wd``; the watch is removed when no home does."""
+        users = self._wd_homes.get(wd)
+        if users is None:
+            return
+        users.discard(key)
+        if not users:
+            del self._wd_homes[wd]
+            self._notifier.rm_watch(wd)
 
     def _release(self, key: str, home: _Home) -> None:
-        for wd in home.wds:
-            users = self._wd_homes.get(wd)
-            if users is None:
-                continue
-            users.discard(key)
-            if not users:
-                del self._wd_homes[wd]
-                for path in [p for p, w in self._path_wd.items() if w == wd]:
-                    del self._path_wd[path]
-                self._notifier.rm_watch(wd)
+        for wd in set(home.paths.values()):
+            self._unuse(key, wd)
+        home.paths = {}
 
-    def _watch(self, key: str, home: _Home, path: str) -> bool:
-        """Watch ``path`` for ``home``; False when the watch cannot be placed."""
-        if path in home.dirs:
-            return True
-        try:
-            wd = self._notifier.add_watch(path)
-        except OSError:  # ENOSPC (the watch limit), EACCES, ENOENT: the stamp, for this home
-            return False
-        self._path_wd[path] = wd
-        self._wd_homes.setdefault(wd, set()).add(key)
-        home.wds.add(wd)
-        home.dirs.add(path)
-        return True
+    def _rewatch(self, key: str, home: _Home, paths: list[str]) -> bool:
+        """(Re)watch exactly ``paths`` for the home; False when some watch cannot be placed.
+
+        ``inotify_add_watch`` on a watched inode returns its descriptor again, so a
+        path now naming another inode gets a new one (``home.paths`` says which).
+        """
+        ok = True
+        fresh: dict[str, int] = {}
+        for path in paths:
+            if path in fresh:
+                continue
+            try:
+                wd = self._notifier.add_watch(path)
+            except OSError:  # ENOSPC (the watch limit), EACCES, ENOENT: the stamp, for now
+                ok = False
+                continue
+            fresh[path] = wd
+            self._wd_homes.setdefault(wd, set()).add(key)
+        still = set(fresh.values())
+        for wd in set(home.paths.values()) - still:
+            self._unuse(key, wd)
+        home.paths = fresh
+        return ok
 
     # -- the cache's calls -------------------------------------------------------
 
@@ -443,13 +464,13 @@ class ChangeGate:
         for pairs in checks:
             for path, ident in pairs:
                 if _identity(path) != ident:
-                    return self._dirty(key, home)
+                    return self._dirty(home)
         for path, sig in linked:
             if _signature(path) != sig:
-                return self._dirty(key, home)
+                return self._dirty(home)
         return True
 
-    def _dirty(self, key: str, home: _Home) -> bool:
+    def _dirty(self, home: _Home) -> bool:
         with self._lock:
             home.clean = False
             home.events += 1
@@ -458,7 +479,7 @@ class ChangeGate:
     def begin(
         self, key: str, root_paths: tuple[str, ...], previous: tuple[RootProbe, ...]
     ) -> Begun:
-        """Before a probe: drain, mark the home dirty, watch its roots and known plugin dirs."""
+        """Before a probe: drain, mark the home dirty, (re)watch what its last probe found."""
         with self._lock:
             self._drain()
             home = self._homes.get(key)
@@ -469,27 +490,19 @@ class ChangeGate:
                     self._release(old_key, old)
             self._homes.move_to_end(key)
             home.clean = False
-            failed = False
-            for path in root_paths:
-                if os.path.isdir(path) and not self._watch(key, home, path):
-                    failed = True
-            for rp in previous:
-                for cand in rp.candidates:
-                    if not self._watch(key, home, cand.dirpath):
-                        failed = True
+            existing = tuple(p for p in root_paths if os.path.isdir(p))
+            failed = not self._rewatch(key, home, _watch_paths(existing, previous))
             roots = tuple((path, _identity(path)) for path in root_paths)
-            return Begun(key, home, home.events, roots, frozenset(home.dirs), failed)
+            return Begun(key, home, home.events, roots, dict(home.paths), failed)
 
     def arm(self, begun: Begun, found: Probe) -> None:
-        """After a probe: watch new plugin dirs; clean only if nothing moved and all is gateable."""
+        """After a probe: watch what it found; clean only if all was watched before it and still."""
         gateable = not begun.failed and _trustworthy(found)
         links: list[tuple[str, Identity]] = []
         linked: list[tuple[str, Signature | None]] = []
-        paths: list[str] = []
         devs: dict[int, str] = {}
         for rp in found.roots:
             for cand in rp.candidates:
-                paths.append(cand.dirpath)
                 if cand.is_symlink:
                     links.append((cand.dirpath, _identity(cand.dirpath)))
                 if cand.linked:
@@ -501,20 +514,23 @@ class ChangeGate:
                 devs.setdefault(ident[0], path)
         if gateable:
             gateable = all(self._notifier.fs_type(p) in GATED_FS_TYPES for p in devs.values())
+        existing = tuple(path for path, ident in begun.roots if ident is not None)
+        paths = _watch_paths(existing, found.roots)
         with self._lock:
             home = self._homes.get(begun.key)
             if home is not begun.home:
                 return  # evicted (or replaced) meanwhile: the next check starts over
-            for path in paths:
-                if not self._watch(begun.key, home, path):
-                    gateable = False
+            if not self._rewatch(begun.key, home, paths):
+                gateable = False
             self._drain()
             moved = home.events != begun.events
-            new_dirs = any(p not in begun.watched for p in paths)
+            # A path watched only now (a new plugin, a replaced manifest): a change between
+            # the probe and its watch would be unseen, so the next check probes again.
+            late = any(begun.watched.get(p) != wd for p, wd in home.paths.items())
             home.roots = begun.roots
             home.links = tuple(links)
             home.linked = tuple(linked)
-            home.clean = gateable and not moved and not new_dirs
+            home.clean = gateable and not moved and not late
             home.armed_ns = self._clock()
 
     @property
@@ -534,7 +550,6 @@ class ChangeGate:
         with self._lock:
             self._homes.clear()
             self._wd_homes.clear()
-            self._path_wd.clear()
             self._notifier.close()
 
 
