@@ -190,6 +190,9 @@ class _Inotify:
         self.lock = threading.Lock()
         self._counts: dict[int, int] = {}
         self._queues: list[_Queue] = []
+        # Queues of gates that were collected: released at the next call under the lock
+        # (a finalizer may run inside any allocation, even while this thread holds the lock).
+        self.graveyard: list[_Queue] = []
 
     @classmethod
     def get(cls) -> _Inotify:
@@ -201,10 +204,13 @@ class _Inotify:
 
     def subscribe(self, queue: _Queue) -> None:
         with self.lock:
+            self._bury()
             self._queues.append(queue)
 
-    def unsubscribe(self, queue: _Queue) -> None:
-        with self.lock:
+    def _bury(self) -> None:
+        """Release the watches of collected gates (called holding the lock)."""
+        while self.graveyard:
+            queue = self.graveyard.pop()
             if queue in self._queues:
                 self._queues.remove(queue)
             for wd, n in queue.watches.items():
@@ -213,6 +219,7 @@ class _Inotify:
 
     def add_watch(self, queue: _Queue, path: str) -> int:
         with self.lock:
+            self._bury()
             wd: int = self._add(self.fd, os.fsencode(path), WATCH_MASK)
             if wd < 0:
                 err = ctypes.get_errno()
@@ -237,6 +244,7 @@ class _Inotify:
     def pump(self) -> None:
         """Read every queued event (non-blocking) into every subscriber's queue."""
         with self.lock:
+            self._bury()
             while True:
                 try:
                     data = os.read(self.fd, 65536)
@@ -315,7 +323,8 @@ class LinuxNotifier:
 
 
 def _release(inotify: _Inotify, queue: _Queue, mounts: int | None) -> None:
-    inotify.unsubscribe(queue)
+    """A gate's finalizer: takes no lock (``list.append`` is atomic)."""
+    inotify.graveyard.append(queue)
     if mounts is not None:
         with contextlib.suppress(OSError):
             os.close(mounts)

@@ -273,9 +273,11 @@ def queue_overflow(w: World) -> None:
 def mmap_write(w: World) -> None:
     """A write through an existing mmap (no event): the periodic full stamp bounds the delay."""
     path = w.platform_manifest
-    text = manifest("PCHAT").replace("pchat", "pch4t")  # same size: only the bytes differ
+    data = path.read_bytes()
+    swap = (b"pchat", b"pch4t") if b"pchat" in data else (b"pch4t", b"pchat")
+    text = data.replace(*swap)  # the same size: only the bytes differ
     with open(path, "r+b") as fh, mmap.mmap(fh.fileno(), 0) as mm:
-        mm[:] = text.encode()
+        mm[:] = text
         mm.flush()
     w.clock[0] += FULL_STAMP_NS  # the periodic full stamp is due
 
