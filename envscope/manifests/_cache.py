@@ -24,14 +24,15 @@ An unlistable root names no plugin: the scan denies the empty prefix (every
 secret-suffixed name of the home) while it lasts.
 
 Retention does not depend on the LRU. Besides the bounded LRU of results, the
-cache keeps a *retention record*: per home identity, the declarations of its
-latest result (secrets, plugin prefixes, deny prefixes), for every home whose
-latest result declared anything. An evicted home's next scan starts from that
-record, so a broken edit after eviction still denies every name the good
-version declared. The record is bounded by what plugins declared (a home whose
-complete scan declares nothing has no record; a deleted plugin's names leave
-it with the complete scan that released them), and it shares the very
-``Declaration`` objects of the results. ``clear()`` is its reset seam.
+cache keeps a *retention record*: per home identity, the *names* of its latest
+result (declared secrets, plugin prefixes, deny prefixes) and its generation,
+for every home whose latest result declared anything; no origin, no file path.
+An evicted home's next scan starts from that record (each name declared as
+"retained from an earlier scan"), so a broken edit after eviction still
+denies every name the good version declared. The record is bounded by what
+plugins declared (a home whose complete scan declares nothing has no record; a
+deleted plugin's names leave it with the complete scan that released them).
+``clear()`` is its reset seam.
 
 ``generation`` comes from one counter per cache, so it grows with every new
 result of a home (also across eviction); a rescan that finds exactly the same
@@ -75,7 +76,14 @@ from envscope.manifests._scan import (
     probe,
     scan,
 )
-from envscope.policy._declarations import Declaration, HomeDeclarations, Origin, Problem
+from envscope.policy._declarations import (
+    Declaration,
+    HomeDeclarations,
+    Origin,
+    OriginKind,
+    Problem,
+    Tier,
+)
 
 __all__ = ["MAX_REREADS", "ManifestCache", "UnreadablePlatformMode"]
 
@@ -103,6 +111,36 @@ class _Entry:
     def expected(self, shared: Mapping[str, RootProbe]) -> dict[str, RootProbe]:
         """What the next probe of this home expects: this stamp, shared roots' latest probe."""
         return {rp.root.path: shared.get(rp.root.path, rp) for rp in self.stamp}
+
+
+@dataclass(frozen=True, slots=True)
+class _Retained:
+    """What an evicted home keeps: its declared names and prefixes, never their origins' files."""
+
+    secrets: frozenset[str]
+    plugin_prefixes: frozenset[str]
+    deny_prefixes: Mapping[str, Origin]
+    generation: int
+
+    @classmethod
+    def of(cls, declarations: HomeDeclarations) -> _Retained:
+        """The names of a result (the catalog's precedence applies later, as for any scan)."""
+        return cls(
+            frozenset(declarations.secrets),
+            declarations.plugin_prefixes,
+            declarations.deny_prefixes,
+            declarations.generation,
+        )
+
+    def declarations(self) -> HomeDeclarations:
+        """The retained names as declarations (origin: retained from an earlier scan)."""
+        origin = Origin(OriginKind.PARTIAL_SCAN, "retained from an earlier scan of this home")
+        return HomeDeclarations(
+            secrets=MappingProxyType({n: Declaration(n, Tier.TIER1, origin) for n in self.secrets}),
+            plugin_prefixes=self.plugin_prefixes,
+            deny_prefixes=self.deny_prefixes,
+            generation=self.generation,
+        )
 
 
 @dataclass(slots=True)
@@ -160,7 +198,7 @@ class ManifestCache:
         self._entries: LRUCache[str, _Entry] = LRUCache(maxsize)
         # Retention, apart from the LRU: home identity -> its latest declarations, for
         # every home whose latest result declared anything (see the module docstring).
-        self._retained: dict[str, HomeDeclarations] = {}
+        self._retained: dict[str, _Retained] = {}
         self._flights: dict[str, _Flight] = {}
         # The latest probe of each root every home shares (the bundled root): a home's
         # probe reuses its objects, so all homes hold one copy and compare by identity.
@@ -265,7 +303,7 @@ class ManifestCache:
         key: str,
         home_path: str,
         cached: _Entry | None,
-        retained: HomeDeclarations | None,
+        retained: _Retained | None,
         ticket: int,
         roots: tuple[Root, ...],
         expected: dict[str, RootProbe],
@@ -288,7 +326,10 @@ class ManifestCache:
             # A manifest changed between the probe and the read (an updater's os.replace):
             # probe again from this probe (unchanged entries are reused) and read again.
             expected = {rp.root.path: rp for rp in found.roots}
-        previous = retained if cached is None else cached.declarations
+        if cached is not None:
+            previous: HomeDeclarations | None = cached.declarations
+        else:
+            previous = None if retained is None else retained.declarations()
         fresh = _retain(previous, result)
         if previous is not None and fresh.replace(generation=previous.generation) == previous:
             fresh = previous
@@ -300,7 +341,9 @@ class ManifestCache:
         with self._lock:
             self._entries[key] = entry  # the LRUCache evicts the least recently used home
             if fresh.secrets or fresh.deny_prefixes or fresh.plugin_prefixes:
-                self._retained[key] = fresh
+                kept = self._retained.get(key)
+                if kept is None or kept.generation != fresh.generation:
+                    self._retained[key] = _Retained.of(fresh)  # names only
             else:
                 self._retained.pop(key, None)
         return entry
