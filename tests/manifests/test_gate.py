@@ -394,3 +394,15 @@ def test_off_switch_and_default(tmp_path: Path) -> None:
     assert w.stamped._cache()._gate is None
     assert Host(w.launch)._cache()._gate is not None
     assert Host(w.launch, fs=InstrumentedFileSystem())._cache()._gate is None
+
+
+@pytest.mark.parametrize(("line", "gated"), [("", True), ("change_notification: false\n", False)])
+def test_config_file_off_switch(tmp_path: Path, line: str, gated: bool) -> None:
+    """``change_notification`` in envscope.yaml reaches the host (default: on)."""
+    from envscope.cli.config import load_config
+
+    (tmp_path / "launch").mkdir()
+    config = tmp_path / "envscope.yaml"
+    config.write_text(f"launch_home: ./launch\n{line}")
+    host = load_config(str(config)).build_host(environ={"PATH": "/usr/bin"})
+    assert (host._cache()._gate is not None) is gated
