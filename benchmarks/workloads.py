@@ -95,12 +95,18 @@ class Workload:
     """Upper-cased env names the routed policy of ``profiles[0]`` declares (by construction)."""
 
     def host(
-        self, catalog: Catalog, fs: FileSystem | None = None, *, on_os_environ: bool = False
+        self,
+        catalog: Catalog,
+        fs: FileSystem | None = None,
+        *,
+        on_os_environ: bool = False,
+        change_notification: bool | None = None,
     ) -> Host:
         """A host over this workload, its launch env loaded.
 
         Its environ is a private copy of the workload's, or with ``on_os_environ``
         the process's own ``os.environ`` (the caller puts the workload's env there).
+        ``change_notification`` as ``Host``'s (default: the gate over the real file system).
         """
         host = Host(
             self.launch,
@@ -110,6 +116,7 @@ class Workload:
             environ=None if on_os_environ else dict(self.environ),
             multiplex=self.multiplex,
             fs=fs,
+            change_notification=change_notification,
         )
         host.load_launch_env()
         return host

@@ -389,7 +389,9 @@ class ChangeGate:
         self._clock = clock
         self._lock = threading.Lock()
         self._homes: OrderedDict[str, _Home] = OrderedDict()
-        self._wd_homes: dict[int, set[str]] = {}
+        # wd -> the home using it, or a tuple of the homes sharing it (the bundled root):
+        # most watches belong to one home, and a set each was most of a home's memory
+        self._wd_homes: dict[int, str | tuple[str, ...]] = {}
 
     # -- under the lock ----------------------------------------------------------
 
@@ -406,8 +408,8 @@ class ChangeGate:
             if mask & IN_Q_OVERFLOW or wd < 0:
                 self._doubt_all()  # events were lost: nobody can be trusted
                 continue
-            keys = self._wd_homes.pop(wd, set()) if mask & IN_IGNORED else self._wd_homes.get(wd)
-            for key in keys or ():
+            users = self._wd_homes.pop(wd, ()) if mask & IN_IGNORED else self._wd_homes.get(wd, ())
+            for key in (users,) if isinstance(users, str) else users:
                 home = self._homes.get(key)
                 if home is None:
                     continue
@@ -419,12 +421,15 @@ class ChangeGate:
     def _unuse(self, key: str, wd: int) -> None:
         """``key`` no longer uses ``wd``; the watch is removed when no home does."""
         users = self._wd_homes.get(wd)
-        if users is None:
+        if users is None or users == key or (isinstance(users, tuple) and users == (key,)):
+            if users is not None:
+                del self._wd_homes[wd]
+                self._notifier.rm_watch(wd)
             return
-        users.discard(key)
-        if not users:
-            del self._wd_homes[wd]
-            self._notifier.rm_watch(wd)
+        if isinstance(users, str):
+            return  # another home's watch
+        left = tuple(k for k in users if k != key)
+        self._wd_homes[wd] = left[0] if len(left) == 1 else left
 
     def _release(self, key: str, home: _Home) -> None:
         for wd in set(home.paths.values()):
@@ -448,7 +453,14 @@ class ChangeGate:
                 ok = False
                 continue
             fresh[path] = wd
-            self._wd_homes.setdefault(wd, set()).add(key)
+            users = self._wd_homes.get(wd)
+            if users is None:
+                self._wd_homes[wd] = key
+            elif isinstance(users, str):
+                if users != key:
+                    self._wd_homes[wd] = (users, key)
+            elif key not in users:
+                self._wd_homes[wd] = (*users, key)
         still = set(fresh.values())
         for wd in set(home.paths.values()) - still:
             self._unuse(key, wd)
