@@ -59,3 +59,22 @@ def test_memo_starts_over_without_changing_a_digest(monkeypatch: pytest.MonkeyPa
     for _ in range(2):
         assert [of(n, v) for n, v in pairs] == [reference(KEY, n, v) for n, v in pairs]
     assert MEMO_ENTRIES >= 1024  # the shipped memo holds a large host's env
+
+
+def test_a_replayed_recording_is_fingerprinted_by_each_traces_own_function() -> None:
+    """A recording's fingerprinted rows are reused only for the very same function."""
+    from envscope.audit.trace import Trace, keep_value
+    from envscope.policy._reasons import Action, Reason, Stage
+
+    capture = Trace(fingerprint=keep_value)
+    capture.record("OPENAI_API_KEY", Action.STRIPPED, Stage.SANITIZE, Reason.TIER2, value="sk-1")
+    recording = capture.recording()
+    one, two = fingerprinter(KEY), fingerprinter(KEY[::-1])
+    digests = []
+    for fn in (one, one, two, one):
+        trace = Trace(fingerprint=fn)
+        trace.replay(recording)
+        digests.append([d.fingerprint for d in trace])
+    key2 = KEY[::-1]
+    assert digests[0] == digests[1] == digests[3] == [reference(KEY, "OPENAI_API_KEY", "sk-1")]
+    assert digests[2] == [reference(key2, "OPENAI_API_KEY", "sk-1")]
