@@ -135,8 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         for n in (10, 100, 1000):
             scaling[n], tree = make_scaling_home(root, n, args.seed)
             trees.append(tree)
-        # 1,000 manifests in each of 3 homes (W2's shape otherwise): the gate's second figure
-        m1000, t3 = make_w2(root / "m1000", catalog, args.seed, homes=3, plugins=1000)
+        # W1 with 1,000 plugins in each home (150 variables): the gate's second figure
+        m1000, t3 = make_w1(root, catalog, args.seed, plugins=1000)
         trees.append(t3)
         step(f"{sum(t.files for t in trees):,} files written; import time")
         figures += import_figures(cfg)  # while the fresh files settle

@@ -222,7 +222,7 @@ class ManifestCache:
         Raises ``ManifestError`` for a platform-root problem unless the mode
         (this call's, else the cache's) is ``"deny"``.
         """
-        entry = self._current(home_identity, home_path)
+        entry = self._gated(home_identity, home_path) or self._current(home_identity, home_path)
         mode = self._mode if on_unreadable_platform is None else on_unreadable_platform
         if mode == "raise" and entry.fatal:
             first = entry.fatal[0]
@@ -252,6 +252,21 @@ class ManifestCache:
             current = {c for rp in self._shared.values() for c in rp.candidates}
             if len(self._parsed) > len(current) or any(c not in current for c in self._parsed):
                 self._parsed = {c: p for c, p in self._parsed.items() if c in current}
+
+    def _gated(self, key: str, home_path: str) -> _Entry | None:
+        """The cached entry when the gate vouches for it (no probe, no single-flight queue).
+
+        The entry is read *after* the gate says unchanged: an entry is stored before
+        the gate is armed for its probe, so it is at least as recent as that probe.
+        """
+        gate = self._gate
+        if gate is None or not gate.unchanged(key):
+            return None
+        with self._lock:
+            entry = self._entries.get(key)
+        if entry is None or entry.home_path != home_path or entry.racy:
+            return None
+        return entry
 
     def _current(self, key: str, home_path: str) -> _Entry:
         """Single-flight per home: queue on the home's lock, then refresh."""

@@ -114,6 +114,9 @@ GATED_FS_TYPES = frozenset(
 """Local file systems whose every change inotify reports. Anything else (NFS, SMB/CIFS,
 FUSE, 9p, overlay, ceph, an unknown type) is never gated: the stamp runs on every build."""
 
+MAX_QUEUED = 4096
+"""Events kept for a gate between two of its checks; more, and they become one overflow."""
+
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
 
 Identity = tuple[int, int] | None  # (st_dev, st_ino) of a path, None when it cannot be stat-ed
@@ -257,6 +260,12 @@ class _Inotify:
                     if mask & IN_IGNORED:
                         self._counts.pop(wd, None)
                     for queue in self._queues:
+                        # Only the gates holding the watch hear of it (an idle gate's queue
+                        # must not grow with everyone's events); an overflow reaches all.
+                        if wd >= 0 and wd not in queue.watches:
+                            continue
+                        if len(queue.events) >= MAX_QUEUED:
+                            queue.events = [(-1, IN_Q_OVERFLOW)]  # bounded: lost means doubt
                         queue.events.append((wd, mask))
                         if mask & IN_IGNORED:
                             queue.watches.pop(wd, None)
