@@ -342,10 +342,17 @@ def _release(inotify: _Inotify, queue: _Queue, mounts: int | None) -> None:
 class _Home:
     """One watched home: mutable state, changed only under the gate's lock."""
 
-    __slots__ = ("armed_ns", "clean", "events", "linked", "links", "paths", "roots")
+    __slots__ = ("armed_ns", "clean", "events", "linked", "links", "paths", "roots", "wds")
+
+    def watched(self) -> dict[str, int]:
+        """Path -> watch descriptor (built when asked: arming only)."""
+        return dict(zip(self.paths, self.wds, strict=True))
 
     def __init__(self) -> None:
-        self.paths: dict[str, int] = {}  # watched path -> its watch descriptor
+        # watched paths and their watch descriptors, side by side (two tuples: a dict per
+        # home was most of a watched home's memory)
+        self.paths: tuple[str, ...] = ()
+        self.wds: tuple[int, ...] = ()
         self.events = 0  # grows with every event for the home (and every global doubt)
         self.clean = False
         self.armed_ns = 0
@@ -425,7 +432,9 @@ class ChangeGate:
                 home.clean = False
                 home.events += 1
                 if mask & IN_IGNORED:  # the watch is gone (removed, unmounted): re-watch later
-                    home.paths = {p: w for p, w in home.paths.items() if w != wd}
+                    kept = [(p, w) for p, w in zip(home.paths, home.wds, strict=True) if w != wd]
+                    home.paths = tuple(p for p, _ in kept)
+                    home.wds = tuple(w for _, w in kept)
 
     def _unuse(self, key: str, wd: int) -> None:
         """``key`` no longer uses ``wd``; the watch is removed when no home does."""
@@ -441,9 +450,9 @@ class ChangeGate:
         self._wd_homes[wd] = left[0] if len(left) == 1 else left
 
     def _release(self, key: str, home: _Home) -> None:
-        for wd in set(home.paths.values()):
+        for wd in set(home.wds):
             self._unuse(key, wd)
-        home.paths = {}
+        home.paths, home.wds = (), ()
 
     def _rewatch(self, key: str, home: _Home, paths: list[str]) -> bool:
         """(Re)watch exactly ``paths`` for the home; False when some watch cannot be placed.
@@ -471,9 +480,9 @@ class ChangeGate:
             elif key not in users:
                 self._wd_homes[wd] = (*users, key)
         still = set(fresh.values())
-        for wd in set(home.paths.values()) - still:
+        for wd in set(home.wds) - still:
             self._unuse(key, wd)
-        home.paths = fresh
+        home.paths, home.wds = tuple(fresh), tuple(fresh.values())
         return ok
 
     # -- the cache's calls -------------------------------------------------------
@@ -523,7 +532,7 @@ class ChangeGate:
             existing = tuple(p for p in root_paths if os.path.isdir(p))
             failed = not self._rewatch(key, home, _watch_paths(existing, previous))
             roots = tuple((path, _identity(path)) for path in root_paths)
-            return Begun(key, home, home.events, roots, dict(home.paths), failed)
+            return Begun(key, home, home.events, roots, home.watched(), failed)
 
     def arm(self, begun: Begun, found: Probe) -> None:
         """After a probe: watch what it found; clean only if all was watched before it and still."""
@@ -556,7 +565,9 @@ class ChangeGate:
             moved = home.events != begun.events
             # A path watched only now (a new plugin, a replaced manifest): a change between
             # the probe and its watch would be unseen, so the next check probes again.
-            late = any(begun.watched.get(p) != wd for p, wd in home.paths.items())
+            late = any(
+                begun.watched.get(p) != wd for p, wd in zip(home.paths, home.wds, strict=True)
+            )
             home.roots = begun.roots
             home.links = tuple(links)
             home.linked = tuple(linked)
