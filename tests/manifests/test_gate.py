@@ -24,13 +24,8 @@ from pathlib import Path
 import pytest
 
 from envscope import Catalog, Host
-from envscope.manifests._gate import (
-    FULL_STAMP_NS,
-    IN_Q_OVERFLOW,
-    ChangeGate,
-    LinuxNotifier,
-    create_gate,
-)
+from envscope.manifests._gate import FULL_STAMP_NS, ChangeGate, create_gate
+from envscope.manifests._inotify import IN_Q_OVERFLOW, LinuxNotifier
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 
 pytestmark = pytest.mark.skipif(create_gate() is None, reason="no inotify here")
