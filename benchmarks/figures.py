@@ -60,7 +60,7 @@ def warm_figures(cfg: Config, catalog: Catalog, w1: Workload) -> list[Figure]:
                 samples,
                 "warm",
                 "floor",
-                1.5,
+                None,  # retired (issue 22): it pushed micro-tricks into the stat path
             )
         )
         figures.append(

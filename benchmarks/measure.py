@@ -80,6 +80,8 @@ class Figure:
             return f"{self.value:.1f} ms"
         if self.unit == "KiB":
             return f"{self.value:.1f} KiB"
+        if self.unit == "MiB":
+            return f"{self.value:.1f} MiB"
         return f"{self.value:g} {self.unit}".strip()
 
 

@@ -35,6 +35,8 @@ from benchmarks.figures import (
 )
 from benchmarks.guard_cost import guard_figure
 from benchmarks.measure import FULL, QUICK, Figure
+from benchmarks.spawn_cost import fresh_and_explain_figures, rss_figure
+from benchmarks.spawn_cost import warm_figures as spawn_warm_figures
 from benchmarks.workloads import SEED, Tree, make_scaling_home, make_w1, make_w2
 from envscope import Catalog
 
@@ -133,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         for n in (10, 100, 1000):
             scaling[n], tree = make_scaling_home(root, n, args.seed)
             trees.append(tree)
+        # W1 with 1,000 plugins in each home (150 variables): the gate's second figure
+        m1000, t3 = make_w1(root, catalog, args.seed, plugins=1000)
+        trees.append(t3)
         step(f"{sum(t.files for t in trees):,} files written; import time")
         figures += import_figures(cfg)  # while the fresh files settle
         step("cold policy builds")
@@ -146,12 +151,17 @@ def main(argv: list[str] | None = None) -> int:
         figures += warm_figures(cfg, catalog, w1)
         figures.append(os_environ_figure(cfg, catalog, w1))
         figures.append(warm_path_figure(catalog, w1))
+        step("warm builds and fresh bindings against a spawn (issue 22)")
+        figures += spawn_warm_figures(cfg, catalog, w1, m1000)
+        figures += fresh_and_explain_figures(cfg, catalog, w1)
         step("warm builds (W2)")
         figures.append(w2_warm_figure(cfg, catalog, w2))
         step("threads")
         figures += thread_figures(cfg, catalog, w2)
         step("memory")
         figures += memory_figures(catalog, w1, w2)
+        step(f"RSS of a host touching {10_000 if not cfg.quick else 1_000:,} homes (a child)")
+        figures.append(rss_figure(10_000 if not cfg.quick else 1_000, args.tmp))
         step("runtime guard")
         figures.append(guard_figure(cfg.quick))
         step("removing the workloads")

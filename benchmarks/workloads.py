@@ -95,12 +95,18 @@ class Workload:
     """Upper-cased env names the routed policy of ``profiles[0]`` declares (by construction)."""
 
     def host(
-        self, catalog: Catalog, fs: FileSystem | None = None, *, on_os_environ: bool = False
+        self,
+        catalog: Catalog,
+        fs: FileSystem | None = None,
+        *,
+        on_os_environ: bool = False,
+        change_notification: bool | None = None,
     ) -> Host:
         """A host over this workload, its launch env loaded.
 
         Its environ is a private copy of the workload's, or with ``on_os_environ``
         the process's own ``os.environ`` (the caller puts the workload's env there).
+        ``change_notification`` as ``Host``'s (default: the gate over the real file system).
         """
         host = Host(
             self.launch,
@@ -110,6 +116,7 @@ class Workload:
             environ=None if on_os_environ else dict(self.environ),
             multiplex=self.multiplex,
             fs=fs,
+            change_notification=change_notification,
         )
         host.load_launch_env()
         return host
@@ -242,32 +249,37 @@ def _common(tree: Tree, rng: random.Random, n_bundled: int) -> tuple[Path, Path,
     return bundled, managed, bundled_names
 
 
-def make_w1(root: Path, catalog: Catalog, seed: int = SEED) -> tuple[Workload, Tree]:
-    """W1 typical: 150 vars (40 declared), launch + 3 profiles, 30 plugins each, 20 bundled."""
+def make_w1(
+    root: Path, catalog: Catalog, seed: int = SEED, *, plugins: int = 30
+) -> tuple[Workload, Tree]:
+    """W1 typical: 150 vars (40 declared), launch + 3 profiles, 30 plugins each, 20 bundled.
+
+    ``plugins`` changes only the plugins per home (``M1000``: 1,000, in ``root/m1000``).
+    """
     rng = random.Random(seed)
-    tree = Tree(root / "w1")
+    tree = Tree(root / ("w1" if plugins == 30 else f"m{plugins}"))
     bundled, managed, _ = _common(tree, rng, 20)
-    pool = _plugin_names(rng, 60)
+    pool = _plugin_names(rng, 2 * plugins)
     launch_env = {f"LAUNCH_SETTING_{i}": _value(rng) for i in range(6)}
     homes: list[str] = []
     counted: dict[str, list[str]] = {}
     for i, name in enumerate(("launch", "profile1", "profile2", "profile3")):
         home = tree.root / name
-        names = sorted(rng.sample(pool, 30))
+        names = sorted(rng.sample(pool, plugins))
         dotenv = launch_env if i == 0 else {f"{name.upper()}_SETTING_{k}": "v" for k in range(4)}
         counted[name] = _home(tree, home, names, dotenv)
         homes.append(os.path.realpath(home))
     secrets = _declared_names(rng, catalog, counted["profile1"], 40)
     env = _environ(rng, 150, secrets, launch_env)
     workload = Workload(
-        name="W1",
+        name="W1" if plugins == 30 else f"M{plugins}",
         launch=homes[0],
         profiles=homes[1:],
         bundled=os.path.realpath(bundled),
         managed=os.path.realpath(managed),
         environ=env,
         multiplex=False,
-        plugins_per_home=30,
+        plugins_per_home=plugins,
         bundled_plugins=20,
         declared=frozenset(s.upper() for s in secrets),
     )

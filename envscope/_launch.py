@@ -6,15 +6,38 @@ load declared (and their values: a host may pop a secret from ``os.environ``
 afterwards, and the alias rule must still know it), and reads a routed home's
 scope and the launch residue. It is part of the host layer: with ``Host`` the
 only code that reads the file system and the process env for a build.
+
+Per-spawn cost. A host that enters ``routed(home)`` for every spawn asks for the
+home's scope and the launch residue every time. Both are cached under the
+files' signatures (``stat``: mode, device, inode, size, mtime and ctime, with
+git's racy rule: a file changed within ``RACY_WINDOW_NS`` of the clock is
+never trusted, so it is read again):
+
+- a home's ``.env`` values under its own signature, the launch ``.env``'s (the
+  launch file under another name reads as empty) and the interpolation inputs
+  (the host's global names' values);
+- the scope under those values (the same object), what each secret source
+  fetched (equal values) and the managed values (equal values): the scope
+  is then the very same objects, so the host's per-home residue verdicts and
+  build memo still hold;
+- the residue under the launch ``.env``'s signature and the launch loads.
+
+**A secret source's values are never cached**: every ``routed()`` fetches them
+again (a rotated or revoked value is never served from memory, and a fetch
+that fails raises, failing closed); only the scope *built* from equal values is
+reused. Both caches are bounded (LRU, ``maxsize`` homes).
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from envscope._inputs import snapshot_env, valid_name
 from envscope.errors import ConfigurationError
@@ -24,7 +47,96 @@ from envscope.policy._declarations import Origin, OriginKind, norm
 if TYPE_CHECKING:
     from envscope.policy.sources import SecretSource
 
-__all__ = ["LaunchState", "fetch_source"]
+__all__ = ["RACY_WINDOW_NS", "LaunchState", "Scope", "fetch_source", "file_signature"]
+
+RACY_WINDOW_NS = 3_000_000_000
+"""As the manifest probe's: a 2 s timestamp granularity (FAT) plus clock slack."""
+
+Scope = tuple[Mapping[str, str], Mapping[str, Origin], frozenset[str]]
+"""A routed home's scope values, where each came from, and the names secret sources supplied."""
+
+FileSignature = tuple[int, int, int, int, int, int]
+
+
+def file_signature(path: str, now_ns: int) -> FileSignature | None:
+    """A settled file's ``stat`` signature; None when it cannot be stat-ed or is racy.
+
+    None is never trusted: the caller reads the file again. ``now_ns`` is the
+    clock file times are compared with (the host's file-system seam's).
+    """
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if now_ns < max(st.st_mtime_ns, st.st_ctime_ns) + RACY_WINDOW_NS:
+        return None  # changed within the clock's granularity: not yet a trustworthy stamp
+    return (st.st_mode, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+_V = TypeVar("_V")
+
+
+class _Bounded(OrderedDict[str, _V]):
+    """A small LRU by insertion and hit order (the caller holds the lock)."""
+
+    def __init__(self, maxsize: int) -> None:
+        super().__init__()
+        self.maxsize = maxsize
+
+    def __repr__(self) -> str:  # it holds values: never shown
+        return f"_Bounded({len(self)} homes, maxsize={self.maxsize})"
+
+    def hit(self, key: str) -> _V | None:
+        found = self.get(key)
+        if found is not None:
+            self.move_to_end(key)
+        return found
+
+    def put(self, key: str, value: _V) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.maxsize:
+            self.popitem(last=False)
+
+
+@dataclass(frozen=True, slots=True, repr=False)  # holds values: no generated repr
+class _DotenvRead:
+    """A home's ``.env`` values and what they were read under."""
+
+    key: tuple[FileSignature | None, FileSignature | None, dict[str, str]]
+    values: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True, repr=False)  # holds values: no generated repr
+class _BuiltScope:
+    """A home's scope and the very inputs it was built from."""
+
+    dotenv: Mapping[str, str]
+    fetched: tuple[tuple[SecretSource, dict[str, str]], ...]
+    managed: Mapping[str, str]
+    scope: Scope
+
+    def fits(
+        self,
+        dotenv: Mapping[str, str],
+        fetched: tuple[tuple[SecretSource, dict[str, str]], ...],
+        managed: Mapping[str, str],
+    ) -> bool:
+        """The same ``.env`` values (``is``), equal managed and fetched values."""
+        if self.dotenv is not dotenv or (self.managed is not managed and self.managed != managed):
+            return False
+        if len(self.fetched) != len(fetched):
+            return False
+        return all(a is c and b == d for (a, b), (c, d) in zip(self.fetched, fetched, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class _Residue:
+    """The residue names and origins, with the launch ``.env`` signature and load count."""
+
+    key: tuple[FileSignature, int]
+    names: frozenset[str]
+    origins: Mapping[str, Origin]
 
 
 def fetch_source(source: SecretSource, home: str) -> dict[str, str]:
@@ -58,6 +170,9 @@ class LaunchState:
         environ: MutableMapping[str, str],
         managed_path: str | None,
         never_residue: Callable[[], frozenset[str]],
+        *,
+        maxsize: int = 256,
+        clock: Callable[[], int] = time.time_ns,
     ) -> None:
         self.launch_home = launch_home
         self.environ = environ
@@ -72,6 +187,11 @@ class LaunchState:
         self._residue_keep: frozenset[str] | None = None  # never-residue + managed keys
         self._applied: set[str] = set()
         self._supplied: set[str] = set()
+        self._clock = clock  # what file times are compared with (racy rule)
+        self._loads = 0  # grows with every launch load: the residue cache's version
+        self._dotenvs: _Bounded[_DotenvRead] = _Bounded(maxsize)
+        self._scopes: _Bounded[_BuiltScope] = _Bounded(maxsize)
+        self._residue: _Residue | None = None
 
     def __repr__(self) -> str:
         return f"LaunchState(launch_home={self.launch_home!r})"
@@ -127,6 +247,7 @@ class LaunchState:
             environ[key] = value
         with self.lock:
             self.launch_values = MappingProxyType({**self.launch_values, **loaded})
+            self._loads += 1
 
     def dotenv_keys(self) -> frozenset[str]:
         """Every key a non-managed dotenv load declared, for the process lifetime."""
@@ -155,9 +276,19 @@ class LaunchState:
             keep = self._residue_keep = self._never_residue()
         return keep
 
-    def residue(self) -> tuple[frozenset[str], dict[str, Origin]]:
-        """Upper-cased residue names with where each came from (re-reads the launch .env keys)."""
+    def residue(self) -> tuple[frozenset[str], Mapping[str, Origin]]:
+        """Upper-cased residue names with where each came from (the launch .env keys re-checked).
+
+        The same objects while the launch ``.env``'s signature and the launch loads
+        are the same (so a residue rule made from them still holds).
+        """
         path = self.dotenv_path
+        signature = file_signature(path, self._clock())
+        with self.lock:
+            loads = self._loads  # the version before the sets are read
+            cached = self._residue
+        if cached is not None and signature is not None and cached.key == (signature, loads):
+            return cached.names, cached.origins
         current = read_dotenv(path, interpolate=False)
         origins: dict[str, Origin] = {}
         with self.lock:
@@ -165,28 +296,66 @@ class LaunchState:
                 origins[norm(name)] = Origin(OriginKind.SECRET_SOURCE, "launch secret source")
             for name in self._dotenv_keys | set(current):
                 origins[norm(name)] = Origin(OriginKind.LAUNCH_DOTENV, "launch .env", path=path)
-        return frozenset(origins), origins
+            names, view = frozenset(origins), MappingProxyType(origins)
+            if signature is not None:
+                self._residue = _Residue((signature, loads), names, view)
+        return names, view
 
-    def scope(
-        self, home: str, global_names: frozenset[str]
-    ) -> tuple[dict[str, str], dict[str, Origin], frozenset[str]]:
-        """A home's scope: its ``.env``, its secret-source values, then the managed keys."""
+    def _home_dotenv(self, home: str, outside: dict[str, str]) -> Mapping[str, str]:
+        """A home's ``.env`` values, read again only when its signature (or an input) changed."""
         dotenv_path = os.path.join(home, ".env")
-        environ = snapshot_env(self.environ)
-        outside = {k: v for k, v in environ.items() if norm(k) in global_names}
         # The launch .env under another name (a symlink, a hard link, a bind mount)
         # is still the launch profile's: its keys are residue, never scope.
         launch_file = None if home == self.launch_home else self.dotenv_path
-        scope = read_dotenv(dotenv_path, environ=outside, override=True, unless_same_as=launch_file)
+        now_ns = self._clock()
+        own = file_signature(dotenv_path, now_ns)
+        launch = None if launch_file is None else file_signature(launch_file, now_ns)
+        trusted = own is not None and (launch_file is None or launch is not None)
+        key = (own, launch, outside)
+        if trusted:
+            with self.lock:
+                cached = self._dotenvs.hit(home)
+            if cached is not None and cached.key == key:
+                return cached.values
+        values = MappingProxyType(
+            read_dotenv(dotenv_path, environ=outside, override=True, unless_same_as=launch_file)
+        )
+        if trusted:
+            with self.lock:
+                self._dotenvs.put(home, _DotenvRead(key, values))
+        return values
+
+    def scope(self, home: str, global_names: frozenset[str]) -> Scope:
+        """A home's scope: its ``.env``, its secret-source values, then the managed keys.
+
+        Secret sources are fetched on every call (never cached); the scope built
+        from the same ``.env`` values, equal fetched values and the same managed
+        values is the very same objects as last time.
+        """
+        environ = snapshot_env(self.environ)
+        upper = str.upper  # ``norm``, without a Python call per key of the env
+        outside = {k: v for k, v in environ.items() if upper(k) in global_names}
+        dotenv = self._home_dotenv(home, outside)
+        sources = list(self.sources)
+        fetched = tuple((source, fetch_source(source, home)) for source in sources)
+        managed = self.managed()
+        with self.lock:
+            cached = self._scopes.hit(home)
+        if cached is not None and cached.fits(dotenv, fetched, managed):
+            return cached.scope
+        dotenv_path = os.path.join(home, ".env")
+        scope = dict(dotenv)
         origins = {norm(k): Origin(OriginKind.SCOPE, ".env", path=dotenv_path) for k in scope}
         names: set[str] = set()
-        for source in list(self.sources):
-            fetched = fetch_source(source, home)
-            scope.update(fetched)
-            for key in fetched:
+        for source, values in fetched:
+            scope.update(values)
+            for key in values:
                 names.add(norm(key))
                 origins[norm(key)] = Origin(OriginKind.SECRET_SOURCE, source.name)
-        for key, value in self.managed().items():
+        for key, value in managed.items():
             scope[key] = value
             origins[norm(key)] = Origin(OriginKind.MANAGED, "managed", path=self.managed_path)
-        return scope, origins, frozenset(names)
+        built: Scope = (MappingProxyType(scope), MappingProxyType(origins), frozenset(names))
+        with self.lock:
+            self._scopes.put(home, _BuiltScope(dotenv, fetched, managed, built))
+        return built

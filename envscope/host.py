@@ -12,7 +12,8 @@ import contextlib
 import contextvars
 import os
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -30,7 +31,7 @@ from envscope._launch import LaunchState
 from envscope.audit.trace import Trace
 from envscope.errors import ConfigurationError, RoutingError
 from envscope.pipeline import stages
-from envscope.pipeline._binding import Binding
+from envscope.pipeline._binding import Binding, HomeShare
 from envscope.pipeline._memo import BuildMemo, MemoKey
 from envscope.pipeline._residue_rule import ResidueRule
 from envscope.pipeline.build import (
@@ -56,7 +57,10 @@ if TYPE_CHECKING:
     from envscope.policy.catalog import Catalog  # loaded on first use (the catalog property)
     from envscope.policy.sources import SecretSource
 
-__all__ = ["Binding", "Host", "home_identity"]
+__all__ = ["MAX_HOMES", "Binding", "Host", "home_identity"]
+
+MAX_HOMES = 256
+"""Homes whose manifests, policy, scope and residue verdicts a host keeps (LRU)."""
 
 
 class Host:
@@ -82,6 +86,7 @@ class Host:
         allow_injection: Iterable[str] = (),
         known_safe: Iterable[str] = (),
         mcp_network_trust: bool = True,
+        change_notification: bool | None = None,
     ) -> None:
         self.launch_home = home_identity(launch_home)
         self.multiplex = multiplex
@@ -94,7 +99,12 @@ class Host:
         self._managed_path = None if managed_env_file is None else os.fspath(managed_env_file)
         self._environ: MutableMapping[str, str] = os.environ if environ is None else environ
         self._launch = LaunchState(
-            self.launch_home, self._environ, self._managed_path, self._never_residue
+            self.launch_home,
+            self._environ,
+            self._managed_path,
+            self._never_residue,
+            maxsize=MAX_HOMES,
+            clock=time.time_ns if fs is None else fs.now_ns,
         )
         self._bundled = None if bundled_plugins is None else os.fspath(bundled_plugins)
         self._global_names = (
@@ -103,10 +113,16 @@ class Host:
             else frozenset(map(norm, name_list(global_names, "global_names")))
         )
         self._fs = fs
+        # inotify in front of the manifest stamp (docs/manifests.md): on by default on Linux over
+        # the real file system; a file-system seam (tests, fakes) gets the stamp unless asked.
+        self._change_notification = (
+            fs is None if change_notification is None else bool(change_notification)
+        )
         self._on_unreadable_platform: Literal["raise", "deny"] = on_unreadable_platform
         self._windows = WINDOWS if windows is None else windows
         self._surface_policies = {Surface(k): v for k, v in (surface_policies or {}).items()}
         self._fingerprint_key: bytes | None = None
+        self._fingerprint_fn: Callable[[str, str], str] | None = None
         self._strip_value_aliases = strip_value_aliases
         self._max_env_bytes = max_env_bytes
         self._allow_injection = frozenset(map(norm, name_list(allow_injection, "allow_injection")))
@@ -116,7 +132,14 @@ class Host:
         self._source_credentials: frozenset[str] = frozenset()
         self._admitted: frozenset[tuple[str, str]] = frozenset()  # handed over as given: the guard
         self._census = AdapterCensus()
-        self._policies: dict[str, tuple[HomeDeclarations, int, SecretPolicy]] = {}
+        from cachetools import LRUCache  # small; the caches below are bounded with the manifests'
+
+        # Per home, bounded like the manifest cache (LRU): its policy and the residue rule and
+        # build memo its bindings share. Retention (names only) lives in the manifest cache.
+        self._policies: LRUCache[str, tuple[HomeDeclarations, int, SecretPolicy]] = LRUCache(
+            MAX_HOMES
+        )
+        self._shares: LRUCache[str, HomeShare] = LRUCache(MAX_HOMES)
         self._manifests: ManifestCache | None = None
         self._memo = BuildMemo()  # builds with no routed() binding (a binding has its own)
         self._binding: contextvars.ContextVar[Binding | None] = contextvars.ContextVar(
@@ -206,24 +229,31 @@ class Host:
         if not routed:
             binding = Binding(home=identity, routed=False)
         else:
-            if scope is None:
+            share = None
+            if scope is None:  # cached under the files' signatures (sources fetched anew)
                 values, origins, names = self._launch.scope(identity, self.global_names)
+                with self._lock:
+                    share = self._shares.get(identity)
             else:
-                values = snapshot_env(scope, "scope")
+                values = MappingProxyType(snapshot_env(scope, "scope"))
                 caller = Origin(OriginKind.CALLER, "scope passed to routed()")
-                origins = {norm(k): caller for k in values}
+                origins = MappingProxyType({norm(k): caller for k in values})
                 names = frozenset()
             residue, residue_origins = self._launch.residue()
             binding = Binding(
                 launch_policy=self._policy_of(self.launch_home),
                 home=identity,
                 routed=True,
-                scope=MappingProxyType(values),
-                scope_origins=MappingProxyType(origins),
+                scope=values,
+                scope_origins=origins,
                 source_names=names,
                 residue=residue,
-                residue_origins=MappingProxyType(residue_origins),
+                residue_origins=residue_origins,
+                share=share,
             )
+            if scope is None and binding.share is not share:
+                with self._lock:  # the home's residue verdicts and memo, for its next binding
+                    self._shares[identity] = binding.share
         token = self._binding.set(binding)
         try:
             yield binding
@@ -248,13 +278,17 @@ class Host:
         cache = self._manifests
         if cache is None:
             from envscope.manifests._cache import ManifestCache
+            from envscope.manifests._gate import create_gate
 
             with self._lock:
                 if self._manifests is None:
+                    gate = create_gate(max_homes=MAX_HOMES) if self._change_notification else None
                     self._manifests = ManifestCache(
                         bundled_root=self._bundled,
                         fs=self._fs,
                         on_unreadable_platform=self._on_unreadable_platform,
+                        maxsize=MAX_HOMES,
+                        gate=gate,
                     )
                 cache = self._manifests
         return cache
@@ -487,9 +521,16 @@ class Host:
 
     def fingerprint(self, name: str, value: str) -> str:
         """A short keyed fingerprint of ``name=value`` (the key is this host's; docs/audit.md)."""
-        from envscope.audit._fingerprint import fingerprint
+        return self._fingerprinter()(name, value)
 
-        return fingerprint(self._key(), name, value)
+    def _fingerprinter(self) -> Callable[[str, str], str]:
+        """This host's fingerprint function: the key read once, cheap per value."""
+        found = self._fingerprint_fn
+        if found is None:
+            from envscope.audit._fingerprint import fingerprinter
+
+            found = self._fingerprint_fn = fingerprinter(self._key())
+        return found
 
     def fingerprint_key_id(self) -> str:
         """The public id of this host's fingerprint key (snapshots carry it)."""
@@ -545,6 +586,6 @@ class Host:
 
     def explain(self, base: Mapping[str, str] | None = None, **kwargs: object) -> Trace:
         """Run a build with a fresh, fingerprinting trace and return the trace."""
-        trace = Trace(fingerprint=self.fingerprint)
+        trace = Trace(fingerprint=self._fingerprinter())  # the key read once per host
         self.build_subprocess_env(base, trace=trace, **kwargs)  # type: ignore[arg-type]
         return trace

@@ -243,3 +243,69 @@ def test_soak_homes_classify_their_own_policies(tmp_path: Path, count: int) -> N
     assert home.classify({}) == "partial"
     assert home.classify(without(home.only_v1)) == "inconsistent"
     assert home.classify(base) == "inconsistent"
+
+
+# -- an updater's atomic replace is not an error (issue #22 item 6) ----------------------------
+
+REPLACE_THREADS = int(os.environ.get("ENVSCOPE_REPLACE_SOAK_THREADS", "8"))
+REPLACE_HOMES = 4
+
+
+def replacer(homes: list[SoakHome], stop: threading.Event, tally: Tally) -> None:
+    """A plugin updater: rewrite every home's manifest the standard way (a temp, os.replace)."""
+    round_ = 0
+    try:
+        while not stop.is_set():
+            for home in homes:
+                tmp = home.manifest.with_name("plugin.yaml.tmp")
+                tmp.write_text(home.text(2 if round_ % 2 == 0 else 1))
+                os.replace(tmp, home.manifest)
+                tally.iterations += 1
+            round_ += 1
+            stop.wait(REWRITE_EVERY_S / 3)
+    except BaseException as exc:  # noqa: BLE001 - reported by the test thread
+        tally.errors.append(exc)
+
+
+def test_soak_atomic_replace_raises_nothing_in_raise_mode(tmp_path: Path) -> None:
+    """8 threads build (raise mode) while an updater os.replaces 4 manifests: 0 errors, 0 leaks."""
+    launch, homes = make_homes(tmp_path, REPLACE_HOMES)
+    names = {name for home in homes for name in home.names}
+    environ = {
+        "PATH": "/usr/bin",
+        **{name: f"fake-{name}" for name in (*names, *CATALOG_TIER1, *CATALOG_TIER2)},
+    }
+    host = Host(launch, environ=environ, catalog=Catalog.default())  # raise: the default mode
+    host.load_launch_env()
+    stop = threading.Event()
+    rewrites = Tally()
+    tallies = [Tally() for _ in range(REPLACE_THREADS)]
+    helper = threading.Thread(target=replacer, args=(homes, stop, rewrites), daemon=True)
+    workers = [
+        threading.Thread(
+            target=worker, args=(host, homes, frozenset(CATALOG_TIER1), seed, tally), daemon=True
+        )
+        for seed, tally in enumerate(tallies)
+    ]
+    helper.start()
+    for thread in workers:
+        thread.start()
+    deadline = time.monotonic() + WATCHDOG_S
+    try:
+        for thread in workers:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        hung = [t.name for t in workers if t.is_alive()]
+    finally:
+        stop.set()
+        helper.join(timeout=5)
+    assert hung == [], "workers still running: a deadlock or a hang"
+    assert [e for t in (*tallies, rewrites) for e in t.errors] == []
+    assert [leak for t in tallies for leak in t.leaks] == []
+    assert [bad for t in tallies for bad in t.inconsistent] == []
+    assert sum(t.builds for t in tallies) == REPLACE_THREADS * BUILDS
+    seen: Counter[str] = Counter()
+    for tally in tallies:
+        seen.update(tally.outcomes)
+    assert rewrites.iterations > 0
+    assert seen["v1"] + seen["v2"] > 0
+    assert set(seen) <= {"v1", "v2", "mcp"}  # no partial scan: every replace was re-read

@@ -24,6 +24,7 @@ import hashlib
 import os
 import secrets
 import stat
+from collections.abc import Callable
 
 from envscope.errors import ConfigurationError
 from envscope.files._trusted_file import read_file, untrusted_reason
@@ -31,8 +32,10 @@ from envscope.files._trusted_file import read_file, untrusted_reason
 __all__ = [
     "FINGERPRINT_ENV",
     "FINGERPRINT_FILE",
+    "MEMO_ENTRIES",
     "MIN_KEY_CHARS",
     "fingerprint",
+    "fingerprinter",
     "key_id",
     "load_or_create_key",
 ]
@@ -47,18 +50,52 @@ _LABEL = b"envscope fingerprint v2\x00"
 _KEY_ID_LABEL = b"envscope fingerprint key id v2\x00"
 
 
+MEMO_ENTRIES = 4096
+"""Fingerprints one fingerprinter remembers (then it starts over): a host's env, many times."""
+
+
+def fingerprinter(key: bytes) -> Callable[[str, str], str]:
+    """The fingerprint function of one key: keyed once, then cheap per value.
+
+    The keyed BLAKE2b state with the domain label absorbed is made once; a new
+    value costs a copy of that state, one update and the digest. A trace
+    fingerprints every value it records, and ``Host.explain`` replays the same
+    env again and again, so the function remembers the digests of the last
+    ``MEMO_ENTRIES`` (name, value) pairs: a repeated value costs one dict
+    lookup. The memo lives as long as the function (the host's; the build memo
+    already holds the same values in the same process) and is never shown.
+    """
+    keyed = hashlib.blake2b(_LABEL, key=key[:64], digest_size=_DIGEST_BYTES).copy
+    memo: dict[tuple[str, str], str] = {}
+
+    def of(name: str, value: str) -> str:
+        pair = (name, value)
+        found = memo.get(pair)
+        if found is not None:
+            return found
+        name_bytes = name.encode("utf-8", "surrogateescape")
+        digest = keyed()
+        digest.update(
+            b"".join(
+                (
+                    len(name_bytes).to_bytes(8, "big"),
+                    name_bytes,
+                    value.encode("utf-8", "surrogateescape"),
+                )
+            )
+        )
+        found = digest.hexdigest()
+        if len(memo) >= MEMO_ENTRIES:
+            memo.clear()
+        memo[pair] = found
+        return found
+
+    return of
+
+
 def fingerprint(key: bytes, name: str, value: str) -> str:
     """A short keyed digest of ``name=value`` (hex, 16 characters)."""
-    name_bytes = name.encode("utf-8", "surrogateescape")
-    data = b"".join(
-        (
-            _LABEL,
-            len(name_bytes).to_bytes(8, "big"),
-            name_bytes,
-            value.encode("utf-8", "surrogateescape"),
-        )
-    )
-    return hashlib.blake2b(data, key=key[:64], digest_size=_DIGEST_BYTES).hexdigest()
+    return fingerprinter(key)(name, value)
 
 
 def key_id(key: bytes) -> str:

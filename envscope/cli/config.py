@@ -11,6 +11,7 @@ multiplex: false
 on_unreadable_platform: raise    # or deny
 known_safe: [DEPLOY_WEBHOOK_SECRET]  # names kept knowingly: no name-shape warning
 mcp_network_trust: true          # proxies and CA bundles reach MCP children (false: not)
+change_notification: true        # Linux: inotify in front of the manifest stamp (false: stamp)
 surfaces:
   script: {inherit: core, include: ["CI_*"], exclude: ["*_DEBUG"], set: {PAGER: cat}}
   terminal: {default_excludes: true}  # Codex's *KEY* *SECRET* *TOKEN* excludes
@@ -74,6 +75,7 @@ class HostConfig:
     surfaces: Mapping[Surface, SurfacePolicy] = field(default_factory=dict)
     known_safe: tuple[str, ...] = ()
     mcp_network_trust: bool = True
+    change_notification: bool = True
 
     def resolve_home(self, name_or_path: str | None) -> str:
         """A home named in ``homes`` (or ``launch``), else an existing directory.
@@ -124,6 +126,7 @@ class HostConfig:
             surface_policies={s.value: p for s, p in self.surfaces.items()},
             known_safe=self.known_safe,
             mcp_network_trust=self.mcp_network_trust,
+            change_notification=self.change_notification,
         )
 
 
@@ -207,6 +210,7 @@ def _model() -> type[pydantic.BaseModel]:
         surfaces: dict[SurfaceName, SurfaceDoc] = Field(default_factory=dict)
         known_safe: list[str] = Field(default_factory=list)
         mcp_network_trust: bool = True
+        change_notification: bool = True
 
     return ConfigDoc
 
@@ -269,6 +273,7 @@ def load_config(path: str, *, trusted: bool = True) -> HostConfig:
         surfaces=surfaces,
         known_safe=tuple(parsed.known_safe),
         mcp_network_trust=parsed.mcp_network_trust,
+        change_notification=parsed.change_notification,
     )
     if not trusted:
         for named, what in ((config.catalog, "catalog"), (config.managed_env_file, "managed file")):

@@ -24,7 +24,7 @@ import os
 import stat
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 __all__ = ["DirEntry", "FileSystem", "RealFileSystem", "StatResult", "read_regular_file"]
 
@@ -36,7 +36,6 @@ _OPEN_FLAGS = (
     | getattr(os, "O_BINARY", 0)
 )
 _CHUNK = 64 * 1024
-_bare = object.__new__  # a slotted record without its generated __init__ (RealFileSystem.scandir)
 
 
 class StatResult(Protocol):
@@ -66,11 +65,8 @@ class DirEntry:
 
     ``is_dir`` follows symlinks (a symlink to a directory is a directory).
     The one record that is not ``frozen``: a listing makes one per entry on
-    every spawn, and a frozen dataclass costs 3.5x as much to build (625 ns
-    against 173 ns, ``python -m timeit``); a NamedTuple costs 1.6x.
-    ``RealFileSystem.scandir`` builds each one field by field, which skips the
-    class call (about half the cost again); a test pins that its entries equal
-    constructed ones.
+    every stamped check, and a frozen dataclass costs 3.5x as much to build
+    (625 ns against 173 ns, ``python -m timeit``); a NamedTuple costs 1.6x.
     """
 
     name: str
@@ -148,29 +144,21 @@ class RealFileSystem:
         with os.scandir(path) as it:
             listed = list(it)
         listing = []
-        for e in listed:  # per entry of each root on every spawn
-            entry = _bare(DirEntry)  # its four fields set below: half the cost of DirEntry(...)
-            entry.name = e.name
-            entry.path = e.path
+        for e in listed:
             try:
-                entry.is_symlink = e.is_symlink()
+                is_symlink = e.is_symlink()
             except OSError:
-                entry.is_symlink = False
+                is_symlink = False
             try:
-                entry.is_dir = e.is_dir()
+                is_dir = e.is_dir()
             except OSError:
-                entry.is_dir = True  # fail closed: let the scanner try it and report what fails
-            listing.append(entry)
+                is_dir = True  # fail closed: let the scanner try it and report what fails
+            listing.append(DirEntry(e.name, e.path, is_dir, is_symlink))
         return listing
 
-    if TYPE_CHECKING:  # the one signature every FileSystem has (subclasses override it)
-
-        def stat(self, path: str, *, follow_symlinks: bool = True) -> StatResult:
-            """``os.stat`` (``lstat`` when ``follow_symlinks`` is False)."""
-            ...
-
-    else:  # os.stat itself, which takes follow_symlinks=: no Python frame per candidate
-        stat = staticmethod(os.stat)
+    def stat(self, path: str, *, follow_symlinks: bool = True) -> StatResult:
+        """``os.stat`` (``lstat`` when ``follow_symlinks`` is False)."""
+        return os.stat(path, follow_symlinks=follow_symlinks)
 
     def read_regular(self, path: str, max_bytes: int) -> bytes | None:
         """``read_regular_file``: ``None`` for anything but a regular file; ≤ max_bytes+1 bytes."""

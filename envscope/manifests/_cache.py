@@ -24,18 +24,25 @@ An unlistable root names no plugin: the scan denies the empty prefix (every
 secret-suffixed name of the home) while it lasts.
 
 Retention does not depend on the LRU. Besides the bounded LRU of results, the
-cache keeps a *retention record*: per home identity, the declarations of its
-latest result (secrets, plugin prefixes, deny prefixes), for every home whose
-latest result declared anything. An evicted home's next scan starts from that
-record, so a broken edit after eviction still denies every name the good
-version declared. The record is bounded by what plugins declared (a home whose
-complete scan declares nothing has no record; a deleted plugin's names leave
-it with the complete scan that released them), and it shares the very
-``Declaration`` objects of the results. ``clear()`` is its reset seam.
+cache keeps a *retention record*: per home identity, the *names* of its latest
+result (declared secrets, plugin prefixes, deny prefixes) and its generation,
+for every home whose latest result declared anything; no origin, no file path.
+An evicted home's next scan starts from that record (each name declared as
+"retained from an earlier scan"), so a broken edit after eviction still
+denies every name the good version declared. The record is bounded by what
+plugins declared (a home whose complete scan declares nothing has no record; a
+deleted plugin's names leave it with the complete scan that released them).
+``clear()`` is its reset seam.
 
 ``generation`` comes from one counter per cache, so it grows with every new
 result of a home (also across eviction); a rescan that finds exactly the same
 declarations returns the previous object unchanged.
+
+An atomic replace is not an error. A manifest that changed between the probe and
+the read (``ScanResult.changed``: it is no longer a regular file, it vanished, its
+size differs from the probe's) makes
+the check probe and read again, up to ``MAX_REREADS`` times; only a surprise that
+persists through every re-read is a problem of the scan (and fails closed).
 
 Errors. With ``on_unreadable_platform="raise"`` (the default) a problem under a
 platform root (bundled or ``plugins/platforms/``: unlistable root, unsearchable
@@ -56,9 +63,11 @@ from typing import Literal
 
 from envscope.errors import ConfigurationError, ManifestError
 from envscope.files._fs import FileSystem, RealFileSystem
+from envscope.manifests._gate import ChangeGate
 from envscope.manifests._scan import (
     CandidateProbe,
     Parsed,
+    Probe,
     Root,
     RootKind,
     RootProbe,
@@ -67,11 +76,21 @@ from envscope.manifests._scan import (
     probe,
     scan,
 )
-from envscope.policy._declarations import Declaration, HomeDeclarations, Origin, Problem
+from envscope.policy._declarations import (
+    Declaration,
+    HomeDeclarations,
+    Origin,
+    OriginKind,
+    Problem,
+    Tier,
+)
 
-__all__ = ["ManifestCache", "UnreadablePlatformMode"]
+__all__ = ["MAX_REREADS", "ManifestCache", "UnreadablePlatformMode"]
 
 UnreadablePlatformMode = Literal["raise", "deny"]
+
+MAX_REREADS = 3
+"""How often one check probes and reads again after a manifest changed under its read."""
 
 
 @dataclass(slots=True)
@@ -92,6 +111,36 @@ class _Entry:
     def expected(self, shared: Mapping[str, RootProbe]) -> dict[str, RootProbe]:
         """What the next probe of this home expects: this stamp, shared roots' latest probe."""
         return {rp.root.path: shared.get(rp.root.path, rp) for rp in self.stamp}
+
+
+@dataclass(frozen=True, slots=True)
+class _Retained:
+    """What an evicted home keeps: its declared names and prefixes, never their origins' files."""
+
+    secrets: frozenset[str]
+    plugin_prefixes: frozenset[str]
+    deny_prefixes: Mapping[str, Origin]
+    generation: int
+
+    @classmethod
+    def of(cls, declarations: HomeDeclarations) -> _Retained:
+        """The names of a result (the catalog's precedence applies later, as for any scan)."""
+        return cls(
+            frozenset(declarations.secrets),
+            declarations.plugin_prefixes,
+            declarations.deny_prefixes,
+            declarations.generation,
+        )
+
+    def declarations(self) -> HomeDeclarations:
+        """The retained names as declarations (origin: retained from an earlier scan)."""
+        origin = Origin(OriginKind.PARTIAL_SCAN, "retained from an earlier scan of this home")
+        return HomeDeclarations(
+            secrets=MappingProxyType({n: Declaration(n, Tier.TIER1, origin) for n in self.secrets}),
+            plugin_prefixes=self.plugin_prefixes,
+            deny_prefixes=self.deny_prefixes,
+            generation=self.generation,
+        )
 
 
 @dataclass(slots=True)
@@ -132,6 +181,7 @@ class ManifestCache:
         fs: FileSystem | None = None,
         on_unreadable_platform: UnreadablePlatformMode = "raise",
         maxsize: int = 256,
+        gate: ChangeGate | None = None,
     ) -> None:
         if on_unreadable_platform not in ("raise", "deny"):
             raise ConfigurationError(
@@ -148,7 +198,7 @@ class ManifestCache:
         self._entries: LRUCache[str, _Entry] = LRUCache(maxsize)
         # Retention, apart from the LRU: home identity -> its latest declarations, for
         # every home whose latest result declared anything (see the module docstring).
-        self._retained: dict[str, HomeDeclarations] = {}
+        self._retained: dict[str, _Retained] = {}
         self._flights: dict[str, _Flight] = {}
         # The latest probe of each root every home shares (the bundled root): a home's
         # probe reuses its objects, so all homes hold one copy and compare by identity.
@@ -156,6 +206,7 @@ class ManifestCache:
         # What each settled manifest of those shared roots declares, parsed once for all homes
         # (pruned to the current probe of the shared roots after each scan).
         self._parsed: dict[CandidateProbe, Parsed] = {}
+        self._gate = gate  # change notification in front of the stamp (None: the stamp only)
         self._tickets = itertools.count(1)
         self._generations = itertools.count(1)
 
@@ -171,7 +222,7 @@ class ManifestCache:
         Raises ``ManifestError`` for a platform-root problem unless the mode
         (this call's, else the cache's) is ``"deny"``.
         """
-        entry = self._current(home_identity, home_path)
+        entry = self._gated(home_identity, home_path) or self._current(home_identity, home_path)
         mode = self._mode if on_unreadable_platform is None else on_unreadable_platform
         if mode == "raise" and entry.fatal:
             first = entry.fatal[0]
@@ -202,6 +253,21 @@ class ManifestCache:
             if len(self._parsed) > len(current) or any(c not in current for c in self._parsed):
                 self._parsed = {c: p for c, p in self._parsed.items() if c in current}
 
+    def _gated(self, key: str, home_path: str) -> _Entry | None:
+        """The cached entry when the gate vouches for it (no probe, no single-flight queue).
+
+        The entry is read *after* the gate says unchanged: an entry is stored before
+        the gate is armed for its probe, so it is at least as recent as that probe.
+        """
+        gate = self._gate
+        if gate is None or not gate.unchanged(key):
+            return None
+        with self._lock:
+            entry = self._entries.get(key)
+        if entry is None or entry.home_path != home_path or entry.racy:
+            return None
+        return entry
+
     def _current(self, key: str, home_path: str) -> _Entry:
         """Single-flight per home: queue on the home's lock, then refresh."""
         with self._lock:
@@ -227,24 +293,58 @@ class ManifestCache:
                 return cached  # a check that started after this call arrived
             ticket = next(self._tickets)
             retained = self._retained.get(key)  # survives the LRU's eviction of ``cached``
+        gate = self._gate
         if cached is not None and cached.home_path == home_path:
+            if gate is not None and not cached.racy and gate.unchanged(key):
+                with self._lock:  # no event, every re-stat agrees: the stamp would be equal
+                    cached.ticket = max(cached.ticket, ticket)
+                return cached
             roots = cached.roots
             expected = cached.expected(self._shared)
         else:
             roots = home_roots(home_path, self._bundled_root)
             expected = dict(self._shared)
-        found = probe(self._fs, roots, expected)
-        for rp in found.roots:
-            if rp.root.kind is RootKind.BUNDLED and self._shared.get(rp.root.path) is not rp:
+        if gate is None:
+            return self._stamp(key, home_path, cached, retained, ticket, roots, expected)
+        # Clear the dirty flag and (re)watch before probing: an event from here on is seen.
+        previous = () if cached is None else cached.stamp
+        begun = gate.begin(key, tuple(r.path for r in roots), previous)
+        entry = self._stamp(key, home_path, cached, retained, ticket, roots, expected)
+        gate.arm(begun, Probe(entry.stamp))
+        return entry
+
+    def _stamp(
+        self,
+        key: str,
+        home_path: str,
+        cached: _Entry | None,
+        retained: _Retained | None,
+        ticket: int,
+        roots: tuple[Root, ...],
+        expected: dict[str, RootProbe],
+    ) -> _Entry:
+        """Probe the roots; the cached entry when the stamp is equal, else scan (and re-read)."""
+        for attempt in range(MAX_REREADS + 1):
+            found = probe(self._fs, roots, expected)
+            for rp in found.roots:
+                if rp.root.kind is RootKind.BUNDLED and self._shared.get(rp.root.path) is not rp:
+                    with self._lock:
+                        self._shared[rp.root.path] = rp
+            if cached is not None and not cached.racy and cached.stamp == found.stamp:
                 with self._lock:
-                    self._shared[rp.root.path] = rp
-        if cached is not None and not cached.racy and cached.stamp == found.stamp:
-            with self._lock:
-                cached.ticket = max(cached.ticket, ticket)
-            return cached
-        result = scan(self._fs, found, self._parsed)
-        self._prune_parsed()
-        previous = retained if cached is None else cached.declarations
+                    cached.ticket = max(cached.ticket, ticket)
+                return cached
+            result = scan(self._fs, found, self._parsed)
+            self._prune_parsed()
+            if not result.changed or attempt == MAX_REREADS:
+                break
+            # A manifest changed between the probe and the read (an updater's os.replace):
+            # probe again from this probe (unchanged entries are reused) and read again.
+            expected = {rp.root.path: rp for rp in found.roots}
+        if cached is not None:
+            previous: HomeDeclarations | None = cached.declarations
+        else:
+            previous = None if retained is None else retained.declarations()
         fresh = _retain(previous, result)
         if previous is not None and fresh.replace(generation=previous.generation) == previous:
             fresh = previous
@@ -256,7 +356,9 @@ class ManifestCache:
         with self._lock:
             self._entries[key] = entry  # the LRUCache evicts the least recently used home
             if fresh.secrets or fresh.deny_prefixes or fresh.plugin_prefixes:
-                self._retained[key] = fresh
+                kept = self._retained.get(key)
+                if kept is None or kept.generation != fresh.generation:
+                    self._retained[key] = _Retained.of(fresh)  # names only
             else:
                 self._retained.pop(key, None)
         return entry

@@ -151,6 +151,12 @@ class CandidateProbe:
     error: int | None = None
     racy: bool = field(default=False, compare=False)
     recheck_from_ns: float = field(default=_NEVER, compare=False, repr=False)
+    linked: bool = field(default=False, compare=False, repr=False)
+    """A regular manifest reached through a symlink, or with more than one hard link.
+
+    A write through another name changes it without an event in its plugin
+    directory: the change-notification gate re-stats such a manifest on every check.
+    """
     """From this probe-clock time one ``lstat`` compared with ``signature`` rechecks it.
 
     A regular ``plugin.yaml`` that was settled when probed: the time its
@@ -215,10 +221,11 @@ def _candidate(
     *,
     racy: bool = False,
     settles_ns: float = _NEVER,
+    linked: bool = False,
 ) -> CandidateProbe:
     recheck_ns = _NEVER if racy or not path.endswith(_FIRST) else settles_ns
     return CandidateProbe(
-        entry.name, entry.path, entry.is_symlink, path, state, sig, err, racy, recheck_ns
+        entry.name, entry.path, entry.is_symlink, path, state, sig, err, racy, recheck_ns, linked
     )
 
 
@@ -283,7 +290,8 @@ def _look(
             )
         finally:
             first = None
-        if stat.S_ISLNK(st.st_mode):
+        linked = stat.S_ISLNK(st.st_mode)
+        if linked:
             link = Signature.of(st)
             try:
                 st = fs.stat(path)
@@ -297,7 +305,10 @@ def _look(
             return _candidate(entry, path, State.IGNORED, sig)
         settles_ns = max(st.st_mtime_ns, st.st_ctime_ns) + RACY_WINDOW_NS
         racy = now_ns < settles_ns
-        return _candidate(entry, path, State.REGULAR, sig, racy=racy, settles_ns=settles_ns)
+        linked = linked or getattr(st, "st_nlink", 2) != 1  # unknown: counted as linked
+        return _candidate(
+            entry, path, State.REGULAR, sig, racy=racy, settles_ns=settles_ns, linked=linked
+        )
     return _candidate(entry, os.path.join(entry.path, MANIFEST_NAMES[0]), State.ABSENT)
 
 

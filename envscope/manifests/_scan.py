@@ -34,9 +34,11 @@ Problems (the scan is then partial; ``complete`` is False):
 - **any surprise between the probe and the read**: the file that was a
   regular file when probed is not one when opened (a FIFO, a directory, a
   socket, a symlink to ``/dev/null``: the reader returns ``None``), has
-  vanished, cannot be read, or yields a different number of bytes than the
-  probe's size (a short read, a truncation, an append). The stamp recorded
-  the probe, so the next check sees the change and scans again.
+  vanished, or yields a different number of bytes than the probe's size (a
+  short read, a truncation, an append). Such a manifest is listed in
+  ``changed``: the cache probes and reads the home again (``MAX_REREADS``
+  times at most), so an atomic replace by a plugin updater is no error; only a
+  surprise that persists through every re-read stays a problem.
 
 Each plugin problem denies the secret-suffixed names under the plugin's prefix
 (``deny_prefixes``, origin ``PARTIAL_SCAN``).
@@ -105,6 +107,8 @@ class ScanResult:
     problems: tuple[Problem, ...]
     fatal: tuple[Problem, ...]
     racy: bool
+    changed: tuple[str, ...] = ()
+    """Manifests that changed between the probe and the read (the cache probes again)."""
 
     @property
     def complete(self) -> bool:
@@ -136,6 +140,7 @@ class _Builder:
         self.deny: dict[str, Origin] = {}
         self.problems: list[Problem] = []
         self.fatal: list[Problem] = []
+        self.changed: list[str] = []
 
     def problem(self, root: Root, problem: Problem) -> None:
         self.problems.append(problem)
@@ -185,22 +190,29 @@ class _Builder:
     def _parse(self, fs: FileSystem, root: Root, cand: CandidateProbe) -> Parsed | None:
         """What one manifest declares; None (after recording any problem) when nothing."""
 
-        def fail(message: str, *, line: int | None = None, fld: str | None = None) -> None:
+        def fail(
+            message: str, *, line: int | None = None, fld: str | None = None, moved: bool = False
+        ) -> None:
             self.problem(root, Problem(cand.manifest, message, line, fld, cand.dirname))
+            if moved:  # it changed since the probe: the cache probes and reads again
+                self.changed.append(cand.manifest)
 
         try:
             data = fs.read_regular(cand.manifest, MAX_MANIFEST_BYTES)
         except OSError as exc:
-            fail(f"cannot read manifest: {_describe(exc.errno)}")
+            vanished = exc.errno in (errno_mod.ENOENT, errno_mod.ENOTDIR)
+            fail(f"cannot read manifest: {_describe(exc.errno)}", moved=vanished)
             return None
         if data is None:  # a FIFO, directory, socket, device (or a link to one) since the probe
-            fail("manifest is no longer a regular file (it changed since it was probed)")
+            message = "manifest is no longer a regular file (it changed since it was probed)"
+            fail(message, moved=True)
             return None
         if len(data) > MAX_MANIFEST_BYTES:
             fail(f"manifest is larger than {MAX_MANIFEST_BYTES} bytes")
             return None
         if cand.signature is None or len(data) != cand.signature.size:
-            fail("manifest changed while it was read (its size differs from the probe's)")
+            message = "manifest changed while it was read (its size differs from the probe's)"
+            fail(message, moved=True)
             return None
         try:
             manifest = parse_manifest(data, cand.manifest)
@@ -274,4 +286,5 @@ def scan(
         problems=tuple(b.problems),
         fatal=tuple(b.fatal),
         racy=found.racy,
+        changed=tuple(b.changed),
     )

@@ -137,8 +137,9 @@ class SecretPolicy:
     __slots__ = (
         "_deny",
         "_explicit",
-        "_gate_prefixes",
+        "_loose",
         "_own",
+        "_own_prefixes",
         "_reasons",
         "_tier1",
         "_tier2",
@@ -146,7 +147,6 @@ class SecretPolicy:
         "complete",
         "deny_prefixes",
         "generation",
-        "platform_prefixes",
         "problems",
     )
 
@@ -155,13 +155,13 @@ class SecretPolicy:
     _tier1: frozenset[str] | None
     _tier2: frozenset[str] | None
     _reasons: Mapping[str, Origin] | None
-    _gate_prefixes: tuple[str, ...]
+    _own_prefixes: frozenset[str]
+    _loose: tuple[str, ...]
     _deny: tuple[tuple[str, Origin], ...]
     complete: bool
     problems: tuple[Problem, ...]
     catalog: Catalog
     deny_prefixes: Mapping[str, Origin]
-    platform_prefixes: frozenset[str]
     generation: int
 
     def __init__(
@@ -241,14 +241,25 @@ class SecretPolicy:
         store(self, "complete", complete)
         store(self, "problems", problems)
         store(self, "deny_prefixes", deny_prefixes)
-        store(self, "platform_prefixes", platform_prefixes)
         store(self, "generation", generation)
-        store(self, "_gate_prefixes", tuple(sorted(platform_prefixes)))
+        # The catalog's prefix set is shared by every policy (never copied): a policy keeps
+        # only its home's own prefixes, and is_gate looks a name's ``_``-ended heads up in both.
+        shared = catalog.platform_prefixes
+        own_prefixes = frozenset(p for p in platform_prefixes if p not in shared)
+        store(self, "_own_prefixes", own_prefixes)
+        loose = [p for p in own_prefixes if not p.endswith("_")]
+        loose += [p for p in shared if not p.endswith("_")]
+        store(self, "_loose", tuple(loose))  # a prefix not ending in ``_``: matched by startswith
         store(self, "_deny", tuple(deny_prefixes.items()))
         store(self, "_explicit", None)
         store(self, "_tier1", None)
         store(self, "_tier2", None)
         store(self, "_reasons", None)
+
+    @property
+    def platform_prefixes(self) -> frozenset[str]:
+        """Every platform prefix of the gate rule: the catalog's and the home's own."""
+        return self.catalog.platform_prefixes | self._own_prefixes
 
     # -- immutability and value semantics (as the frozen dataclass it was) --
 
@@ -358,11 +369,22 @@ class SecretPolicy:
         (``DISCORD_IGNORED_CHANNELS``, ``SLACK_HOME_CHANNEL``) after the prefix.
         """
         key = name.upper()
-        for prefix in self._gate_prefixes:
-            if key.startswith(prefix):
-                tokens = key[len(prefix) :].split("_")
-                return any(t in _GATE_TOKENS or t in _GATE_NOUNS for t in tokens)
-        return False
+        shared, own = self.catalog.platform_prefixes, self._own_prefixes
+        head = None
+        cut = key.find("_")
+        while cut >= 0:  # the name's heads that end in ``_``, shortest first: one lookup each
+            candidate = key[: cut + 1]
+            if candidate in shared or candidate in own:
+                head = candidate
+                break
+            cut = key.find("_", cut + 1)
+        for prefix in self._loose:  # usually none: every shipped prefix ends in ``_``
+            if key.startswith(prefix) and (head is None or len(prefix) < len(head)):
+                head = prefix
+        if head is None:
+            return False
+        tokens = key[len(head) :].split("_")
+        return any(t in _GATE_TOKENS or t in _GATE_NOUNS for t in tokens)
 
 
 class AdapterCensus:
@@ -418,7 +440,7 @@ def build_policy(
 
     for decl in manifests.secrets.values():
         add(decl)
-    prefixes = set(catalog.platform_prefixes) | set(manifests.plugin_prefixes)
+    prefixes = set(manifests.plugin_prefixes)  # the catalog's are shared, never copied
     # A partial scan's deny prefix (Tier 1) beats an adapter's Tier 2: the failing
     # manifest may declare the same name, and failing closed means the stricter tier.
     deny = tuple(manifests.deny_prefixes)

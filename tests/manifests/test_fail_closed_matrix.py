@@ -181,6 +181,20 @@ def changes_nothing(call: SeamCall, fault: CallFault) -> bool:
     return call.op == "lstat" and fault is CallFault.BECAME_SYMLINK
 
 
+def rereads(call: SeamCall, fault: CallFault) -> bool:
+    """A fault that says "the manifest changed since the probe": the cache probes and reads again.
+
+    The read found the file gone (``ENOENT``/``ENOTDIR``), no longer regular (a
+    "became" type) or of another size (a short read); one fault does not persist,
+    so the re-read reads the healthy file.
+    """
+    if call.op != "read":
+        return False
+    return fault in (CallFault.ENOENT, CallFault.ENOTDIR, CallFault.SHORT_READ) or (
+        fault.file_type is not None
+    )
+
+
 def judge(
     tree: Tree, built: Built, call: SeamCall, fault: CallFault, *, mode: Mode, rescan: bool
 ) -> str:
@@ -192,6 +206,8 @@ def judge(
     leaked = sorted(set(tree.declared) & set(built.env))
     if built.complete:
         assert leaked == [], f"complete policy, yet leaked {leaked}"
+        if rereads(call, fault):
+            return "re-read (a change under the read is probed and read again)"
         assert changes_nothing(call, fault), "the fault was swallowed: the policy says complete"
         return "no effect (the fault changes nothing the scan learns)"
     if mode == "deny" and not rescan and leaked:
@@ -232,6 +248,8 @@ def test_one_fault_at_every_seam_call_fails_closed(tree: Tree, rescan: bool, mod
             try:
                 assert fs.fired, "the fault never fired"
                 assert fs.log[index] == call, f"call #{index} was {fs.log[index]}"
+                if rereads(call, fault):
+                    assert call in fs.log[index + 1 :], "a change under the read was not re-read"
                 outcome = judge(tree, built, call, fault, mode=mode, rescan=rescan)
             except AssertionError as exc:
                 failures.append(f"{where}: {exc}")

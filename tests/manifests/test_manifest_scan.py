@@ -468,7 +468,7 @@ def test_scandir_entries(tmp_path: Path) -> None:
 
 
 def test_scandir_entries_equal_constructed_ones(tmp_path: Path) -> None:
-    """Each entry RealFileSystem builds field by field equals (and hashes as) DirEntry(...)."""
+    """Each entry RealFileSystem lists equals (and hashes as) DirEntry(...) of os.scandir."""
     (tmp_path / "d").mkdir()
     (tmp_path / "f").write_text("")
     (tmp_path / "ld").symlink_to(tmp_path / "d")

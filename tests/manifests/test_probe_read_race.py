@@ -2,9 +2,13 @@
 
 The probe saw a regular ``plugin.yaml``; by the time the scanner opens it, it
 is a FIFO, a directory, a socket, a symlink to ``/dev/null``, gone, shorter
-(truncated) or longer (appended to). Each is a *problem* of the scan — a
-``ManifestError`` under a platform root in ``"raise"`` mode, else a partial
-policy that keeps the declared names from the child — never "nothing declared".
+(truncated) or longer (appended to). The check then probes and reads the home
+again (an updater's atomic replace is no error): a change that *settles* (gone,
+truncated, appended) gives exactly what a fresh host scans from the changed
+tree; a surprise that *persists* (still not a regular file) is a *problem* of
+the scan — a ``ManifestError`` under a platform root in ``"raise"`` mode, else
+a partial policy that keeps the declared names from the child — never
+"nothing declared".
 The table drives each surprise deterministically through the seam (the
 mutation happens inside ``read_regular``, right before the real read); the race
 test does it for real, with a writer thread ``os.replace``-ing the manifest.
@@ -109,6 +113,8 @@ MUTATIONS: dict[str, Mutation] = {
     "truncated (short read)": _truncate,
     "grew (appended)": _append,
 }
+SETTLES = frozenset({"vanished", "truncated (short read)", "grew (appended)"})
+"""Mutations after which the re-probe finds a consistent tree (the others persist)."""
 
 
 class MutateBeforeRead(InstrumentedFileSystem):
@@ -137,7 +143,7 @@ class MutateBeforeRead(InstrumentedFileSystem):
 def test_change_between_probe_and_read_fails_closed(
     tmp_path: Path, name: str, mode: Mode, warm: bool, where: str
 ) -> None:
-    """Any surprise between probe and read is a problem: raise (platform) or deny, never leak."""
+    """A change under the read is re-read: settled → the fresh result; persisting → fails closed."""
     launch, home = make_tree(tmp_path)
     rel = CHATX_MANIFEST if where == "platform" else RELAY_MANIFEST
     fs = MutateBeforeRead(home / rel, MUTATIONS[name])
@@ -149,6 +155,13 @@ def test_change_between_probe_and_read_fails_closed(
     fs.armed = True
     outcome = traced_attempt(host, home)
     assert fs.mutations == 1
+    if name in SETTLES:  # the re-read sees the settled tree: exactly a fresh host's result
+        settled_fs = InstrumentedFileSystem(clock_offset_ns=HOUR_NS)
+        fresh = traced_attempt(make_host(launch, mode, settled_fs), home)
+        assert outcome.error is None
+        assert outcome.complete is True
+        assert outcome == fresh
+        return
     own = PLUGIN_FAILED if where == "platform" else RELAY_DECLARED
     other = RELAY_DECLARED if where == "platform" else CHATX_DECLARED
     if mode == "raise" and where == "platform":
@@ -254,3 +267,35 @@ def test_replace_race_never_leaks(tmp_path: Path, mode: Mode) -> None:
     assert swaps[0] >= 6
     print(f"replace race ({mode}): {seen}, {swaps[0]} swaps")
     assert seen["error"] + seen["partial"] > 0  # the writer really did get in the way
+
+
+class GrowsOnEveryRead(InstrumentedFileSystem):
+    """Appends to ``victim`` inside every ``read_regular``: a change that never settles."""
+
+    def __init__(self, victim: Path) -> None:
+        super().__init__(clock_offset_ns=HOUR_NS)
+        self.victim = os.path.normpath(victim)
+        self.reads = 0
+
+    def read_regular(self, path: str, max_bytes: int) -> bytes | None:
+        """Grow the victim, then read for real (the size never matches the probe's)."""
+        if os.path.normpath(path) == self.victim:
+            self.reads += 1
+            _append(Path(path))
+        return super().read_regular(path, max_bytes)
+
+
+@pytest.mark.parametrize("mode", ["deny", "raise"])
+def test_change_that_persists_through_every_reread_fails_closed(tmp_path: Path, mode: Mode) -> None:
+    """The re-reads are bounded (MAX_REREADS): a manifest that never settles is a problem."""
+    from envscope.manifests._cache import MAX_REREADS
+
+    launch, home = make_tree(tmp_path)
+    fs = GrowsOnEveryRead(home / CHATX_MANIFEST)
+    outcome = traced_attempt(make_host(launch, mode, fs), home)
+    assert fs.reads == MAX_REREADS + 1
+    if mode == "raise":
+        assert isinstance(outcome.error, ManifestError)
+        assert outcome.error.path == str(home / CHATX_MANIFEST)
+        return
+    assert_fails_closed(outcome, home=home, path=CHATX_MANIFEST, forbidden=PLUGIN_FAILED)

@@ -1,0 +1,266 @@
+"""inotify and the mount table through ``ctypes``: the change-notification gate's notifier.
+
+``LinuxNotifier`` is one gate's view of the process's one inotify instance
+(``_Inotify``, shared by every gate: inotify instances are a small per-user
+limit), of ``/proc/self/mountinfo`` (polled, with the inotify descriptor, in
+one ``poll``) and of ``statfs``. ``Notifier`` is the seam the failure-mode tests
+inject faults through (an overflow, the watch limit, a mount change, a file
+system type). Only the gates holding a watch hear of its events; a gate's queue
+is bounded (``MAX_QUEUED``, then one overflow). A collected gate's watches are
+released at the next call under the lock (its finalizer takes none).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import select
+import struct
+import threading
+import weakref
+from typing import Protocol
+
+__all__ = [
+    "IN_IGNORED",
+    "IN_Q_OVERFLOW",
+    "MAX_QUEUED",
+    "WATCH_MASK",
+    "LinuxNotifier",
+    "Notifier",
+]
+
+IN_MODIFY = 0x002
+IN_ATTRIB = 0x004
+IN_CLOSE_WRITE = 0x008
+IN_MOVED_FROM = 0x040
+IN_MOVED_TO = 0x080
+IN_CREATE = 0x100
+IN_DELETE = 0x200
+IN_DELETE_SELF = 0x400
+IN_MOVE_SELF = 0x800
+IN_UNMOUNT = 0x2000
+IN_Q_OVERFLOW = 0x4000
+IN_IGNORED = 0x8000
+IN_NONBLOCK = 0o4000
+IN_CLOEXEC = 0o2000000
+WATCH_MASK = (
+    IN_MODIFY
+    | IN_ATTRIB
+    | IN_CLOSE_WRITE
+    | IN_MOVED_FROM
+    | IN_MOVED_TO
+    | IN_CREATE
+    | IN_DELETE
+    | IN_DELETE_SELF
+    | IN_MOVE_SELF
+)
+MAX_QUEUED = 4096
+"""Events kept for a gate between two of its checks; more, and they become one overflow."""
+
+_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
+
+_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
+
+
+class Notifier(Protocol):
+    """The gate's view of inotify and the mount table (a seam: tests inject faults)."""
+
+    def add_watch(self, path: str) -> int:
+        """Watch a directory (``WATCH_MASK``); its watch descriptor. Raises ``OSError``."""
+        ...
+
+    def rm_watch(self, wd: int) -> None:
+        """Stop watching (no error when the watch is already gone)."""
+        ...
+
+    def events(self) -> tuple[list[tuple[int, int]], bool]:
+        """The queued events ``(wd, mask)`` and whether the mount table changed, without waiting."""
+        ...
+
+    def fs_type(self, path: str) -> int | None:
+        """The ``statfs`` type of the file system holding ``path``; None when unknown."""
+        ...
+
+    def close(self) -> None:
+        """Release the inotify descriptor."""
+        ...
+
+
+class _StatFs(ctypes.Structure):
+    # Only ``f_type`` is read: it is the first field on every Linux ABI (a long); the
+    # rest of ``struct statfs`` (at most 120 bytes) is padding room.
+    _fields_ = (("f_type", ctypes.c_long), ("_rest", ctypes.c_byte * 248))
+
+
+class _Inotify:
+    """The process's one inotify instance, shared by every gate (instances are a per-user limit).
+
+    Watches are counted per descriptor (the kernel gives one inode one ``wd``);
+    the events read are handed to every subscribed gate's queue.
+    """
+
+    _shared: _Inotify | None = None
+    _shared_lock = threading.Lock()
+
+    def __init__(self) -> None:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        self._add = libc.inotify_add_watch
+        self._add.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32)
+        self._rm = libc.inotify_rm_watch
+        self._rm.argtypes = (ctypes.c_int, ctypes.c_int)
+        self.statfs = libc.statfs
+        self.statfs.argtypes = (ctypes.c_char_p, ctypes.POINTER(_StatFs))
+        fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+        if fd < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+        self.fd: int = fd
+        self.lock = threading.Lock()
+        self._counts: dict[int, int] = {}
+        self._queues: list[_Queue] = []
+        # Queues of gates that were collected: released at the next call under the lock
+        # (a finalizer may run inside any allocation, even while this thread holds the lock).
+        self.graveyard: list[_Queue] = []
+
+    @classmethod
+    def get(cls) -> _Inotify:
+        """The shared instance (made on first use)."""
+        with cls._shared_lock:
+            if cls._shared is None:
+                cls._shared = cls()
+            return cls._shared
+
+    def subscribe(self, queue: _Queue) -> None:
+        with self.lock:
+            self._bury()
+            self._queues.append(queue)
+
+    def _bury(self) -> None:
+        """Release the watches of collected gates (called holding the lock)."""
+        while self.graveyard:
+            queue = self.graveyard.pop()
+            if queue in self._queues:
+                self._queues.remove(queue)
+            for wd, n in queue.watches.items():
+                self._drop(wd, n)
+            queue.watches.clear()
+
+    def add_watch(self, queue: _Queue, path: str) -> int:
+        with self.lock:
+            self._bury()
+            wd: int = self._add(self.fd, os.fsencode(path), WATCH_MASK)
+            if wd < 0:
+                err = ctypes.get_errno()
+                raise OSError(err, os.strerror(err), path)
+            self._counts[wd] = self._counts.get(wd, 0) + 1
+            queue.watches[wd] = queue.watches.get(wd, 0) + 1
+            return wd
+
+    def rm_watch(self, queue: _Queue, wd: int) -> None:
+        with self.lock:
+            n = queue.watches.pop(wd, 0)
+            self._drop(wd, n)
+
+    def _drop(self, wd: int, n: int) -> None:
+        left = self._counts.get(wd, 0) - n
+        if left > 0:
+            self._counts[wd] = left
+        elif wd in self._counts:
+            del self._counts[wd]
+            self._rm(self.fd, wd)
+
+    def pump(self) -> None:
+        """Read every queued event (non-blocking) into every subscriber's queue."""
+        with self.lock:
+            self._bury()
+            while True:
+                try:
+                    data = os.read(self.fd, 65536)
+                except BlockingIOError:
+                    return
+                offset = 0
+                while offset + _EVENT.size <= len(data):
+                    wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
+                    offset += _EVENT.size + length
+                    if mask & IN_IGNORED:
+                        self._counts.pop(wd, None)
+                    for queue in self._queues:
+                        # Only the gates holding the watch hear of it (an idle gate's queue
+                        # must not grow with everyone's events); an overflow reaches all.
+                        if wd >= 0 and wd not in queue.watches:
+                            continue
+                        if len(queue.events) >= MAX_QUEUED:
+                            queue.events = [(-1, IN_Q_OVERFLOW)]  # bounded: lost means doubt
+                        queue.events.append((wd, mask))
+                        if mask & IN_IGNORED:
+                            queue.watches.pop(wd, None)
+
+
+class _Queue:
+    """One gate's share of the inotify instance: its events and its watch counts (mutable)."""
+
+    __slots__ = ("events", "watches")
+
+    def __init__(self) -> None:
+        self.events: list[tuple[int, int]] = []
+        self.watches: dict[int, int] = {}
+
+
+class LinuxNotifier:
+    """One gate's notifier: the shared inotify instance, ``/proc/self/mountinfo``, ``statfs``."""
+
+    def __init__(self) -> None:
+        self._inotify = _Inotify.get()
+        self._queue = _Queue()
+        self._inotify.subscribe(self._queue)
+        self._poll = select.poll()
+        self._poll.register(self._inotify.fd, select.POLLIN)
+        self._mounts: int | None = None
+        with contextlib.suppress(OSError):
+            self._mounts = os.open("/proc/self/mountinfo", os.O_RDONLY | os.O_CLOEXEC)
+        if self._mounts is not None:
+            self._poll.register(self._mounts, select.POLLPRI | select.POLLERR)
+            self._poll.poll(0)  # the first poll reports the current table: consume it
+        self._finalizer = weakref.finalize(self, _release, self._inotify, self._queue, self._mounts)
+
+    def add_watch(self, path: str) -> int:
+        """``inotify_add_watch`` with ``WATCH_MASK`` (follows a symlinked directory)."""
+        return self._inotify.add_watch(self._queue, path)
+
+    def rm_watch(self, wd: int) -> None:
+        """Drop this gate's watch (the kernel's is removed when no gate holds it)."""
+        self._inotify.rm_watch(self._queue, wd)
+
+    def events(self) -> tuple[list[tuple[int, int]], bool]:
+        """One ``poll`` for both descriptors; the inotify queue read only when it has events."""
+        mounts = False
+        for fd, _mask in self._poll.poll(0):
+            if fd == self._mounts:
+                mounts = True
+            else:
+                self._inotify.pump()
+        queue = self._queue
+        with self._inotify.lock:  # waits for another gate's pump that read our events
+            found, queue.events = queue.events, []
+        return found, mounts
+
+    def fs_type(self, path: str) -> int | None:
+        """``statfs(path).f_type``; None when it fails."""
+        buf = _StatFs()
+        if self._inotify.statfs(os.fsencode(path), ctypes.byref(buf)) != 0:
+            return None
+        return int(buf.f_type) & 0xFFFFFFFF
+
+    def close(self) -> None:
+        """Release this gate's watches and the mount-table descriptor."""
+        self._finalizer()
+
+
+def _release(inotify: _Inotify, queue: _Queue, mounts: int | None) -> None:
+    """A gate's finalizer: takes no lock (``list.append`` is atomic)."""
+    inotify.graveyard.append(queue)
+    if mounts is not None:
+        with contextlib.suppress(OSError):
+            os.close(mounts)
