@@ -292,9 +292,13 @@ class Catalog:
         return found
 
 
-@functools.cache
-def _load_default() -> Catalog:
+def package_data(name: str) -> bytes:
+    """The bytes of a file shipped in ``envscope/policy/data`` (the one place they are read)."""
     from importlib import resources
 
-    data = (resources.files("envscope.policy") / "data" / "catalog.yaml").read_bytes()
-    return Catalog.from_yaml(data, source=DEFAULT_CATALOG_NAME)
+    return (resources.files("envscope.policy") / "data" / name).read_bytes()
+
+
+@functools.cache
+def _load_default() -> Catalog:
+    return Catalog.from_yaml(package_data("catalog.yaml"), source=DEFAULT_CATALOG_NAME)

@@ -60,6 +60,7 @@ _FIELDS = frozenset(
     {"name", "issuer", "category", "prefix", "pattern", "source", "example", "checksum",
      "provider", "before", "run_before", "boundary", "cross_checks"}
 )  # fmt: skip
+_URL_PREFIX = "://"  # the row of URLs whose userinfo holds a password
 _REQUIRED = ("name", "issuer", "category", "prefix", "pattern", "source", "example")
 
 
@@ -176,7 +177,11 @@ class FormatTable:
             if fmt.run_before is not None:
                 run = _run_before(value, start, fmt.run_before)
             if (fmt.run_before is None or run) and _passes(fmt, m.group(), run):
-                return fmt
+                if fmt.prefix != _URL_PREFIX:
+                    return fmt
+                # A URL's userinfo: the token inside it, if any, names the credential better.
+                inner = self.find(value[start + len(fmt.prefix) : m.end()])
+                return fmt if inner is None else inner
             pos = start + 1
         return None
 
@@ -297,11 +302,10 @@ def table_from_document(doc: Mapping[str, object], source: str) -> FormatTable:
 @functools.cache
 def format_table() -> FormatTable:
     """The shipped table (read and compiled on first use, then shared)."""
-    from importlib import resources
-
     from envscope.files._yaml import read_document
+    from envscope.policy.catalog import package_data
 
-    data = (resources.files("envscope.policy") / "data" / "credential_formats.yaml").read_bytes()
+    data = package_data("credential_formats.yaml")
     doc = read_document(
         data, FORMATS_SOURCE, error=CatalogError, kind="format table", max_bytes=MAX_FORMATS_BYTES
     )

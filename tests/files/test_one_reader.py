@@ -30,7 +30,7 @@ ALLOWED_OPENS: dict[tuple[str, str], str] = {
     ("files/_fs.py", "read_regular_file"): "the one reader",
     ("cli/main.py", "_cmd_snapshot"): "writes the snapshot the user asked for (not a read)",
     ("cli/main.py", "_silence_stdout"): "opens os.devnull for writing once stdout is gone",
-    ("policy/catalog.py", "_load_default"): "package data read through importlib.resources",
+    ("policy/catalog.py", "package_data"): "package data read through importlib.resources",
     ("policy/_catalog_doc.py", "main"): "the maintainer's docs/catalog.md generator (a repo file)",
     ("audit/_fingerprint.py", "load_or_create_key"): "creates the key file O_EXCL (not a read)",
 }
