@@ -222,7 +222,7 @@ def vectors_model() -> type[pydantic.BaseModel]:
         model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
     class Row(_Strict):
-        name: str = Field(pattern=_VECTOR.pattern)
+        name: str = Field(pattern=f"^(?:{_VECTOR.pattern})$")
         platform: Literal[PLATFORMS]  # type: ignore[valid-type]
         source: str = text
 
@@ -276,7 +276,7 @@ def read_vectors(data: bytes, source: str) -> tuple[tuple[VectorCategory, ...], 
     except pydantic.ValidationError as exc:  # its errors hold the input values: keep none
         first = exc.errors(include_url=False, include_input=False)[0]
         where = ".".join(str(p) for p in first["loc"]) or "<root>"
-        failure = CatalogError(source, first["msg"], field=where)
+        failure: CatalogError | None = CatalogError(source, first["msg"], field=where)
     else:
         failure = None
     if failure is not None:

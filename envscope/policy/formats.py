@@ -186,6 +186,9 @@ class FormatTable:
         return None
 
 
+_Node = dict[str, "_Node | list[int]"]
+
+
 def _trie(formats: tuple[CredentialFormat, ...]) -> str:
     """One regex for every row: the rows' prefixes as a trie, each row's rest in a named group.
 
@@ -193,20 +196,24 @@ def _trie(formats: tuple[CredentialFormat, ...]) -> str:
     regex engine skips each position whose character starts no prefix; at the
     others it follows one path of the trie, never every row in turn.
     """
-    root: dict[str, object] = {}
+    root: _Node = {}
     for i, fmt in enumerate(formats):
         node = root
         for ch in fmt.prefix:
-            node = node.setdefault(ch, {})  # type: ignore[assignment]
-        node.setdefault("", []).append(i)  # type: ignore[union-attr]
+            child = node.setdefault(ch, {})
+            assert isinstance(child, dict)
+            node = child
+        ends = node.setdefault("", [])
+        assert isinstance(ends, list)
+        ends.append(i)
 
-    def render(node: dict[str, object], depth: int) -> str:
-        alternatives = [
-            re.escape(ch) + render(child, depth + 1)  # type: ignore[arg-type]
-            for ch, child in node.items()
-            if ch
-        ]
-        for i in node.get("", []):  # type: ignore[attr-defined]
+    def render(node: _Node, depth: int) -> str:
+        alternatives = []
+        for ch, child in node.items():
+            if ch and isinstance(child, dict):
+                alternatives.append(re.escape(ch) + render(child, depth + 1))
+        ends = node.get("", [])
+        for i in ends if isinstance(ends, list) else ():
             rest = _branch(formats[i])[len(re.escape(formats[i].prefix)) :]
             alternatives.append(f"(?P<f{i}>{rest})")
         if depth and len(alternatives) == 1:
