@@ -284,6 +284,7 @@ def _row(raw: object, i: int, source: str) -> CredentialFormat:
         cross_checks=tuple(raw.get("cross_checks") or ()),
     )
     try:
+        re.compile(fmt.pattern)  # on its own too: a broken pattern may compile inside the row's
         compiled = re.compile(fmt.regex)
     except re.error:
         raise fail("pattern", "does not compile") from None
