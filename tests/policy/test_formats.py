@@ -306,3 +306,16 @@ def test_docs_credential_formats_md_is_current() -> None:
     for fmt in ROWS:
         assert f"## {fmt.name}" in text
         assert fmt.source in text
+
+
+def test_cross_checks_name_real_peer_rules() -> None:
+    """Each row's cross_checks name a default rule of gitleaks or detect-secrets (peer_rules)."""
+    import yaml
+
+    path = Path(__file__).parents[2] / "benchmarks" / "peer_rules.yaml"
+    peers = yaml.safe_load(path.read_text(encoding="utf-8"))
+    rules = {f"{p}:{r}" for p in ("gitleaks", "detect-secrets") for r in peers[p]["rules"]}
+    for fmt in ROWS:
+        assert set(fmt.cross_checks) <= rules, fmt.name
+    assert set(peers["not_formats"]) <= rules
+    assert not set(peers["not_formats"]) & {c for f in ROWS for c in f.cross_checks}
