@@ -348,3 +348,52 @@ def test_default_excludes_must_be_a_bool() -> None:
 
     with pytest.raises(ConfigurationError, match="default_excludes"):
         SurfacePolicy(default_excludes="yes")  # type: ignore[arg-type]
+
+
+CONFIG_CASES = [
+    # (config lines, the MCP child's names, refuses PATH from an extra)
+    ("", {"PATH", "TZ"}, False),
+    ("mcp_families: [desktop]\n", {"PATH", "TZ", "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY"}, False),
+    ("mcp_families: [ssh-agent]\nrefuse_redirecting: true\n", {"PATH", "TZ", "SSH_AUTH_SOCK"}, True),
+    ("surfaces:\n  mcp: {inherit: core}\n", {"PATH", "TZ"}, False),
+]
+
+
+@pytest.mark.parametrize(("text", "mcp_names", "refuses_path"), CONFIG_CASES)
+def test_families_and_redirecting_in_envscope_yaml(
+    tmp_path: Path, text: str, mcp_names: set[str], refuses_path: bool
+) -> None:
+    """envscope.yaml's mcp_families and refuse_redirecting reach the Host it builds."""
+    path = tmp_path / "envscope.yaml"
+    path.write_text(f"launch_home: .\n{text}")
+    host = load_config(str(path)).build_host(dict(MCP_BASE))
+    assert set(host.build_subprocess_env(surface=Surface.MCP)) == mcp_names
+    env = host.build_subprocess_env(surface=Surface.TERMINAL, extra={"PATH": "/tmp/evil"})
+    assert (env["PATH"] == "/bin") is refuses_path
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("mcp_families: [x11]\n", "mcp_families.0"),
+        ("refuse_redirecting: yes-please\n", "refuse_redirecting"),
+    ],
+)
+def test_bad_family_keys_name_the_field(tmp_path: Path, text: str, field: str) -> None:
+    """An unknown family or a non-bool opt-in is a ConfigFileError naming the field."""
+    from envscope.errors import ConfigFileError
+
+    path = tmp_path / "envscope.yaml"
+    path.write_text(f"launch_home: .\n{text}")
+    with pytest.raises(ConfigFileError, match=re.escape(field)):
+        load_config(str(path))
+
+
+def test_mcp_inherit_all_in_envscope_yaml_is_an_error(tmp_path: Path) -> None:
+    """surfaces.mcp.inherit: all is refused when the host is built (it would do nothing)."""
+    from envscope import ConfigurationError
+
+    path = tmp_path / "envscope.yaml"
+    path.write_text("launch_home: .\nsurfaces:\n  mcp: {inherit: all}\n")
+    with pytest.raises(ConfigurationError, match="surfaces.mcp.inherit"):
+        load_config(str(path)).build_host({})
