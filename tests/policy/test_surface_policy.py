@@ -353,8 +353,16 @@ def test_default_excludes_must_be_a_bool() -> None:
 CONFIG_CASES = [
     # (config lines, the MCP child's names, refuses PATH from an extra)
     ("", {"PATH", "TZ"}, False),
-    ("mcp_families: [desktop]\n", {"PATH", "TZ", "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY"}, False),
-    ("mcp_families: [ssh-agent]\nrefuse_redirecting: true\n", {"PATH", "TZ", "SSH_AUTH_SOCK"}, True),
+    (
+        "mcp_families: [desktop]\n",
+        {"PATH", "TZ", "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY"},
+        False,
+    ),
+    (
+        "mcp_families: [ssh-agent]\nrefuse_redirecting: true\n",
+        {"PATH", "TZ", "SSH_AUTH_SOCK"},
+        True,
+    ),
     ("surfaces:\n  mcp: {inherit: core}\n", {"PATH", "TZ"}, False),
 ]
 
@@ -395,5 +403,5 @@ def test_mcp_inherit_all_in_envscope_yaml_is_an_error(tmp_path: Path) -> None:
 
     path = tmp_path / "envscope.yaml"
     path.write_text("launch_home: .\nsurfaces:\n  mcp: {inherit: all}\n")
-    with pytest.raises(ConfigurationError, match="surfaces.mcp.inherit"):
+    with pytest.raises(ConfigurationError, match=re.escape("surfaces.mcp.inherit")):
         load_config(str(path)).build_host({})
