@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from envscope import Catalog, Reason, StaticSource, Surface, Trace
+from envscope import (
+    Catalog,
+    ConfigurationError,
+    Reason,
+    StaticSource,
+    Surface,
+    SurfacePolicy,
+    Trace,
+)
 from envscope.policy._catalog_doc import VECTORS_DOC_PATH, render_vectors
 from envscope.policy.catalog import VectorCategory
 from tests.conftest import HostFactory
@@ -160,7 +168,7 @@ def test_invalid_table_names_the_field(doc: str, field: str) -> None:
 
 REPRESENTATIVES = [(c, _member(c.rows[0].name)) for c in CATALOG.vector_categories]
 SURFACES = list(Surface)
-CHANNELS = ["inherited", "extra", "routed-scope", "routed-source"]
+CHANNELS = ["inherited", "extra", "routed-scope", "routed-source", "surface-set"]
 VALUE = "/tmp/planted"
 
 
@@ -185,6 +193,10 @@ def _build(
             return host.build_subprocess_env(
                 surface=surface, extra={name: VALUE}, trace=trace
             ), trace
+    if channel == "surface-set":  # refused when the Host is built: see the matrix test
+        policy = SurfacePolicy(set_env={name: VALUE})
+        host = make_host(base, surface_policies={surface: policy}, **host_kwargs)
+        return host.build_subprocess_env(surface=surface, trace=trace), trace
     host = make_host(base, **host_kwargs)
     if channel == "routed-scope":
         (homes["B"] / ".env").write_text(f"B_MARKER=b\n{name}={VALUE}\n")
@@ -200,7 +212,7 @@ def _expect_kept(
     refused = channel != "inherited" and (not cat.opt_in or opt_in)
     if refused:
         return False
-    if surface is Surface.MCP and channel not in ("extra", "routed-source"):  # S43: supplied pass
+    if surface is Surface.MCP and channel not in ("extra", "routed-source", "surface-set"):
         from envscope.policy.surfaces import MCP_SAFE_NAMES_POSIX
 
         return name in MCP_SAFE_NAMES_POSIX or name in CATALOG.network_trust
@@ -221,8 +233,12 @@ def test_category_surface_channel_matrix(
     opt_in: bool,
 ) -> None:
     """Inherited: kept (as the surface allows); introduced: refused, traced INJECTION_VECTOR."""
-    env, trace = _build(make_host, homes, surface, channel, name, refuse_redirecting=opt_in)
     kept = _expect_kept(cat, surface, channel, name, opt_in)
+    if channel == "surface-set" and not kept:
+        with pytest.raises(ConfigurationError, match=f"surfaces.{surface.value}.set: {name} "):
+            _build(make_host, homes, surface, channel, name, refuse_redirecting=opt_in)
+        return
+    env, trace = _build(make_host, homes, surface, channel, name, refuse_redirecting=opt_in)
     assert (env.get(name) == VALUE) is kept, (name, env.get(name))
     refusals = [d for d in trace.for_key(name) if d.reason is Reason.INJECTION_VECTOR]
     assert bool(refusals) is (channel != "inherited" and (not cat.opt_in or opt_in))
