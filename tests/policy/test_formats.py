@@ -319,3 +319,13 @@ def test_cross_checks_name_real_peer_rules() -> None:
         assert set(fmt.cross_checks) <= rules, fmt.name
     assert set(peers["not_formats"]) <= rules
     assert not set(peers["not_formats"]) & {c for f in ROWS for c in f.cross_checks}
+
+
+@given(st.text(max_size=64), st.text(max_size=64), st.sampled_from(ROWS))
+def test_any_text_around_a_spaced_credential(
+    before: str, after: str, fmt: CredentialFormat
+) -> None:
+    """Any text never makes the matcher raise, and a credential set off by spaces is found."""
+    found = find_format(before + after)
+    assert found is None or found in ROWS
+    assert find_format(f"{before} {fmt.example} {after}") is not None
