@@ -114,7 +114,7 @@ def _branch(fmt: CredentialFormat) -> str:
     parts = [re.escape(fmt.prefix)]
     if fmt.before is not None:
         parts.append(f"(?<=(?:{fmt.before})(?s:.{{{width}}}))")
-    elif fmt.boundary:
+    elif fmt.boundary and fmt.run_before is None:  # a run_before is checked after the match
         parts.append(f"(?<![{TOKEN_CHARS}](?s:.{{{width}}}))")
     parts.append(f"(?:{fmt.pattern})")
     if fmt.boundary:

@@ -98,7 +98,11 @@ def test_generated_corpus_is_found_in_every_context(fmt: CredentialFormat, ctx: 
     assert find_format(template.format(fmt.example)) is fmt
 
 
-FIXED = [f for f in ROWS if f.boundary and f.before is None and _is_token(f) and f.checksum is None]
+FIXED = [  # rows anchored by the default boundary (a run_before row checks its own run)
+    f
+    for f in ROWS
+    if f.boundary and f.before is None and f.run_before is None and _is_token(f) and not f.checksum
+]
 
 
 @pytest.mark.parametrize("fmt", FIXED, ids=[f.name for f in FIXED])
