@@ -7,7 +7,8 @@ Prints, for the table in ``envscope/policy/data/credential_formats.yaml``:
 - false positives on the real-environment corpus ``fixtures/real-envs/`` (target 0);
 - how many of gitleaks' and detect-secrets' default rules the table covers
   (``benchmarks/peer_rules.yaml``, mapped by each row's ``cross_checks``);
-- the time of one search over a 1 MiB value (linear: no target, a figure).
+- the time of one search over a 1 MiB value (linear: no target, a figure);
+- the catalog's entries per category, before issue 20 → now.
 
 Counts only; it never prints a value.
 """
@@ -69,6 +70,24 @@ def coverage_figure() -> dict[str, tuple[int, int, int]]:
     return result
 
 
+# Entries per category of the default catalog before issue 20 (commit bccf458).
+CATALOG_BEFORE = {
+    "model-providers": 117, "chat-platforms": 53, "gateway-and-dashboard": 19,
+    "auxiliary-models": 2, "agent-tools": 22, "sandbox-providers": 7, "code-hosts": 11,
+    "package-and-deploy": 15, "memory-and-observability": 12, "training-and-eval": 2,
+    "secret-sources": 8,
+}  # fmt: skip
+
+
+def catalog_figure() -> list[tuple[str, int, int]]:
+    """(category, entries before, entries now) for every category of the default catalog."""
+    from envscope import Catalog
+
+    return [
+        (c.id, CATALOG_BEFORE.get(c.id, 0), len(c.entries)) for c in Catalog.default().categories
+    ]
+
+
 def one_mib_figure() -> float:
     """Milliseconds of one search over a 1 MiB base64-like value with no credential (best of 5)."""
     import random
@@ -100,6 +119,9 @@ def main() -> int:
             f"({excluded} deliberately no row: entropy/keyword rules, see peer_rules.yaml)"
         )
     print(f"one search over a 1 MiB value: {one_mib_figure():.1f} ms")
+    print("catalog entries per category (before issue 20 -> now):")
+    for cid, before, now in catalog_figure():
+        print(f"  {cid}: {before} -> {now}")
     return 1 if missed or hits else 0
 
 
