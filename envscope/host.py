@@ -63,6 +63,32 @@ MAX_HOMES = 256
 """Homes whose manifests, policy, scope and residue verdicts a host keeps (LRU)."""
 
 
+def _surface_policies(
+    given: Mapping[Surface | str, SurfacePolicy] | None, mcp_families: Iterable[str]
+) -> dict[Surface, SurfacePolicy]:
+    """The host's surface policies, the MCP families folded into the ``mcp`` one.
+
+    ``inherit: all`` on the ``mcp`` surface is a configuration error: the
+    surface is an allowlist, and the field would silently do nothing there.
+    """
+    from envscope.policy.surfaces import Inherit, with_mcp_families
+
+    policies = {Surface(k): v for k, v in (given or {}).items()}
+    mcp = policies.get(Surface.MCP)
+    if mcp is not None and mcp.inherit_given and mcp.inherit is Inherit.ALL:
+        raise ConfigurationError(
+            "surfaces.mcp.inherit: 'all' does nothing on the mcp surface (an allowlist: "
+            "a safe base plus the server's env block); widen it with include, or name "
+            "mcp_families"
+        )
+    if isinstance(mcp_families, str):
+        raise ConfigurationError("mcp_families: a list of family names, not a string")
+    widened = with_mcp_families(mcp, mcp_families)
+    if widened is not None:
+        policies[Surface.MCP] = widened
+    return policies
+
+
 class Host:
     """Builds child environments for one agent host process (see DESIGN.md §5)."""
 
@@ -87,6 +113,8 @@ class Host:
         known_safe: Iterable[str] = (),
         mcp_network_trust: bool = True,
         change_notification: bool | None = None,
+        refuse_redirecting: bool = False,
+        mcp_families: Iterable[str] = (),
     ) -> None:
         self.launch_home = home_identity(launch_home)
         self.multiplex = multiplex
@@ -120,7 +148,7 @@ class Host:
         )
         self._on_unreadable_platform: Literal["raise", "deny"] = on_unreadable_platform
         self._windows = WINDOWS if windows is None else windows
-        self._surface_policies = {Surface(k): v for k, v in (surface_policies or {}).items()}
+        self._surface_policies = _surface_policies(surface_policies, mcp_families)
         self._fingerprint_key: bytes | None = None
         self._fingerprint_fn: Callable[[str, str], str] | None = None
         self._strip_value_aliases = strip_value_aliases
@@ -128,6 +156,10 @@ class Host:
         self._allow_injection = frozenset(map(norm, name_list(allow_injection, "allow_injection")))
         self._known_safe = frozenset(map(norm, name_list(known_safe, "known_safe")))  # no warning
         self._mcp_network_trust = mcp_network_trust  # the proxy/CA family reaches MCP children
+        if not isinstance(refuse_redirecting, bool):
+            raise ConfigurationError("refuse_redirecting: must be True or False")
+        self._refuse_redirecting = refuse_redirecting  # PATH, HOME, indexes, proxies… too
+        self._check_surface_sets()
         self._lock = threading.Lock()
         self._source_credentials: frozenset[str] = frozenset()
         self._admitted: frozenset[tuple[str, str]] = frozenset()  # handed over as given: the guard
@@ -165,10 +197,28 @@ class Host:
         return self._global_names
 
     def refuses_injection(self, upper_key: str) -> bool:
-        """True when a scope, extra or passthrough may not introduce this name."""
-        return (
-            self.catalog.is_injection_vector(upper_key) and upper_key not in self._allow_injection
+        """True when a scope, extra or passthrough may not introduce this name.
+
+        An injection vector (matched stripped: ``"  LD_PRELOAD"`` is one), and with
+        ``refuse_redirecting`` a name of the redirecting family, unless the host
+        allows that exact name (``allow_injection``).
+        """
+        if upper_key in self._allow_injection:
+            return False
+        catalog = self.catalog
+        return catalog.is_injection_vector(upper_key) or (
+            self._refuse_redirecting and catalog.is_redirecting(upper_key)
         )
+
+    def _check_surface_sets(self) -> None:
+        """A surface policy's ``set`` may not introduce an injection vector (an error)."""
+        for surface, policy in self._surface_policies.items():
+            for key in policy.set_env:
+                if self.refuses_injection(key.upper()):
+                    raise ConfigurationError(
+                        f"surfaces.{surface.value}.set: {key} makes a child load or run "
+                        "other code (an injection vector); allow it with allow_injection"
+                    )
 
     def environ_snapshot(self) -> dict[str, str]:
         """A copy of the process env this host reads (``os.environ`` unless one was passed)."""

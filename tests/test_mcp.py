@@ -44,7 +44,9 @@ BASE = {
 def test_safe_base_lists_are_pinned() -> None:
     """The safe base is pinned as literals: widening it is a visible decision."""
     assert (
-        frozenset({"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "SHELL", "TMPDIR"})
+        frozenset(
+            {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "SHELL", "TMPDIR", "TZ"}
+        )
         == MCP_SAFE_NAMES_POSIX
     )
     assert MCP_SAFE_PREFIXES_POSIX == ("XDG_",)

@@ -2,28 +2,19 @@
 
 Two kinds of warning, each holding a key and a kind, never a value:
 
-- **value shape** (``find_credential_values``): the value holds a well-known
-  token format;
+- **value shape** (``find_credential_values``): the value holds a credential
+  format of the package's one table (``envscope.policy.formats``, the
+  researched rows of ``credential_formats.yaml``); the kind is the format's
+  name (``github-classic-pat``, ``aws-access-key-id``, ``url-with-password``…);
 - **name shape** (``find_credential_names``): the name ends in a credential
   suffix (``_TOKEN _SECRET _KEY _PASSWORD _PASS _PWD _CREDENTIALS _API_KEY``)
   or contains ``SECRET``/``PASSWORD``, or the value is a URL with a password
   in its userinfo (``postgres://u:pw@h/db``).
 
 Both skip names a rule declares; name shape also skips the names a host
-says it passes knowingly (``Host(known_safe=...)``). Neither ever strips.
-
-A policy decides by name. A child env can still carry a token under a name no
-rule declares (``MY_APP_KEY=ghp_...``, ``DEPLOY=https://x:glpat-...@host``).
-``find_credential_values`` flags such keys by the shape of the value: it
-warns, it never strips (a name-based policy stays the one source of truth),
-and a finding holds the key and the kind of credential, never the value.
-
-The table is small and conservative: well-known, prefixed token formats
-(AWS access key ids, GitHub, GitLab, OpenAI/Anthropic-style ``sk-`` keys,
-Stripe live keys, Slack, Google API keys), PEM private key blocks and JWTs. Every pattern is
-anchored on a literal prefix at the start of a run of token characters, and
-no quantified part can match a separator that follows it, so a search is
-linear in the length of the value (a 1 MiB value takes milliseconds).
+says it passes knowingly (``Host(known_safe=...)``). Neither ever strips:
+whether a value of a credential format is stripped is the secret rule's
+decision, made with the same table.
 """
 
 from __future__ import annotations
@@ -33,85 +24,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from envscope.policy.formats import find_format, format_table
+
 if TYPE_CHECKING:
     from envscope.policy._secret_policy import SecretPolicy
 
 __all__ = [
-    "CREDENTIAL_KINDS",
     "NAME_KINDS",
     "CredentialFinding",
     "NameFinding",
     "credential_kind",
+    "credential_kinds",
     "find_credential_names",
     "find_credential_values",
     "name_kind",
 ]
 
-_ALNUM = "A-Za-z0-9"
-_B64URL = r"A-Za-z0-9_\-"
 
-# (kind, literals, pattern), tried in order: the first match names the kind. A
-# pattern only runs when one of its literals occurs in the value (a fast
-# substring test), so an ordinary value costs a few ``in`` checks.
-_PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
-    (
-        "private-key",
-        ("PRIVATE KEY",),
-        re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
-    ),
-    (
-        "aws-access-key-id",
-        ("AKIA", "ASIA"),
-        re.compile(rf"(?<![{_ALNUM}])(?:AKIA|ASIA)[A-Z0-9]{{16}}(?![{_ALNUM}])"),
-    ),
-    (
-        "github-token",
-        ("ghp_", "gho_", "ghs_", "ghu_", "ghr_", "github_pat_"),
-        re.compile(
-            rf"(?<![{_ALNUM}_])(?:gh[pousr]_[{_ALNUM}]{{36,}}|github_pat_[{_ALNUM}_]{{36,}})"
-        ),
-    ),
-    (
-        "gitlab-token",
-        ("glpat-",),
-        re.compile(rf"(?<![{_B64URL}.])glpat-[{_B64URL}.]{{20,}}"),
-    ),
-    (
-        "anthropic-api-key",
-        ("sk-ant-",),
-        re.compile(rf"(?<![{_B64URL}])sk-ant-[{_B64URL}]{{32,}}"),
-    ),
-    (
-        "openai-api-key",
-        ("sk-",),
-        re.compile(rf"(?<![{_B64URL}])sk-(?!ant-)[{_B64URL}]{{32,}}"),
-    ),
-    (
-        "stripe-secret-key",
-        ("sk_live_", "rk_live_"),
-        re.compile(rf"(?<![{_ALNUM}_])[sr]k_live_[{_ALNUM}]{{24,}}"),
-    ),
-    (
-        "slack-token",
-        ("xox",),
-        re.compile(rf"(?<![{_ALNUM}-])xox[abpors]-[{_ALNUM}-]{{10,}}"),
-    ),
-    (
-        "google-api-key",
-        ("AIza",),
-        re.compile(rf"(?<![{_B64URL}])AIza[{_B64URL}]{{35}}(?![{_B64URL}])"),
-    ),
-    (
-        "jwt",
-        ("eyJ",),
-        re.compile(rf"(?<![{_B64URL}.])eyJ[{_B64URL}]{{5,}}\.[{_B64URL}]{{5,}}\.[{_B64URL}]{{5,}}"),
-    ),
-)
-
-CREDENTIAL_KINDS: tuple[str, ...] = tuple(kind for kind, _, _ in _PATTERNS)
-
-# Every literal of the table in one regex: an ordinary value costs one search.
-_ANY_LITERAL = re.compile("|".join(re.escape(lit) for _, lits, _ in _PATTERNS for lit in lits))
+def credential_kinds() -> tuple[str, ...]:
+    """Every kind ``credential_kind`` can answer: the names of the table's formats."""
+    return tuple(f.name for f in format_table().formats)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,13 +58,9 @@ class CredentialFinding:
 
 
 def credential_kind(value: str) -> str | None:
-    """The kind of credential ``value`` holds (anywhere in it), or None."""
-    if _ANY_LITERAL.search(value) is None:
-        return None
-    for kind, literals, pattern in _PATTERNS:
-        if any(literal in value for literal in literals) and pattern.search(value):
-            return kind
-    return None
+    """The name of the credential format ``value`` holds (anywhere in it), or None."""
+    found = find_format(value)
+    return None if found is None else found.name
 
 
 def find_credential_values(
@@ -143,12 +71,13 @@ def find_credential_values(
     With a ``policy``, names it declares (either tier) are skipped: the
     warning is for credentials no rule knows about.
     """
-    findings: list[CredentialFinding] = []
-    if _ANY_LITERAL.search("\x00".join(env.values())) is None:
-        return findings  # the common case: no value holds any literal of the table
+    findings: list[CredentialFinding] = []  # a URL with a password: see find_credential_names
+    if find_format("\x00".join(env.values())) is None:
+        return findings  # the common case: one pass over every value finds nothing
     for key in sorted(env):
         kind = credential_kind(env[key])
-        if kind is not None and (policy is None or policy.tier_of(key) is None):
+        undeclared = policy is None or policy.tier_of(key) is None
+        if kind is not None and kind != URL_FORMAT and undeclared:
             findings.append(CredentialFinding(key, kind))
     return findings
 
@@ -156,8 +85,9 @@ def find_credential_values(
 _NAME_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_KEY", "_PASSWORD", "_PASS", "_PWD",
                   "_CREDENTIALS")  # fmt: skip
 _NAME_WORDS = ("SECRET", "PASSWORD")
-# scheme://user:password@ -- each part excludes the separator that ends it: linear.
-_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/@\s:]*:[^/@\s]+@")
+# The credential format of a URL whose userinfo holds a password: reported once, as a
+# name-shape warning ("the value is a URL with a password"), never twice.
+URL_FORMAT = "url-with-password"
 # A proxy setting may leave the scheme out (curl, requests and npm read "user:pw@proxy:3128").
 _BARE_PROXY_PASSWORD = re.compile(r"[^/@\s:]*:[^/@\s]+@")
 NAME_KINDS: tuple[str, ...] = ("credential-suffix", "credential-word", "url-with-password")
@@ -188,7 +118,7 @@ def name_kind(key: str, value: str) -> str | None:
         return "credential-suffix"
     if any(word in up for word in _NAME_WORDS):
         return "credential-word"
-    if "://" in value and _URL_PASSWORD.match(value.strip()):
+    if "://" in value and (found := find_format(value)) is not None and found.name == URL_FORMAT:
         return "url-with-password"
     if up.endswith("PROXY") and "@" in value and _BARE_PROXY_PASSWORD.match(value.strip()):
         return "url-with-password"  # a scheme-less proxy URL: user:password@host

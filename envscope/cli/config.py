@@ -12,6 +12,8 @@ on_unreadable_platform: raise    # or deny
 known_safe: [DEPLOY_WEBHOOK_SECRET]  # names kept knowingly: no name-shape warning
 mcp_network_trust: true          # proxies and CA bundles reach MCP children (false: not)
 change_notification: true        # Linux: inotify in front of the manifest stamp (false: stamp)
+mcp_families: [desktop, ssh-agent]  # capabilities MCP children get: DISPLAY…, SSH_AUTH_SOCK
+refuse_redirecting: false        # true: extra/scopes may not set PATH, HOME, indexes, proxies…
 surfaces:
   script: {inherit: core, include: ["CI_*"], exclude: ["*_DEBUG"], set: {PAGER: cat}}
   terminal: {default_excludes: true}  # Codex's *KEY* *SECRET* *TOKEN* excludes
@@ -76,6 +78,8 @@ class HostConfig:
     known_safe: tuple[str, ...] = ()
     mcp_network_trust: bool = True
     change_notification: bool = True
+    mcp_families: tuple[str, ...] = ()
+    refuse_redirecting: bool = False
 
     def resolve_home(self, name_or_path: str | None) -> str:
         """A home named in ``homes`` (or ``launch``), else an existing directory.
@@ -127,6 +131,8 @@ class HostConfig:
             known_safe=self.known_safe,
             mcp_network_trust=self.mcp_network_trust,
             change_notification=self.change_notification,
+            mcp_families=self.mcp_families,
+            refuse_redirecting=self.refuse_redirecting,
         )
 
 
@@ -192,7 +198,7 @@ def _model() -> type[pydantic.BaseModel]:
         model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
     class SurfaceDoc(_Strict):
-        inherit: Literal["all", "core", "none"] = "all"
+        inherit: Literal["all", "core", "none"] | None = None  # None: not said
         include: list[str] = Field(default_factory=list)
         exclude: list[str] = Field(default_factory=list)
         set: dict[str, str] = Field(default_factory=dict)
@@ -211,6 +217,8 @@ def _model() -> type[pydantic.BaseModel]:
         known_safe: list[str] = Field(default_factory=list)
         mcp_network_trust: bool = True
         change_notification: bool = True
+        mcp_families: list[Literal["desktop", "ssh-agent"]] = Field(default_factory=list)
+        refuse_redirecting: bool = False
 
     return ConfigDoc
 
@@ -251,7 +259,7 @@ def load_config(path: str, *, trusted: bool = True) -> HostConfig:
 
     surfaces = {
         Surface(name): SurfacePolicy(
-            inherit=Inherit(doc_s.inherit),
+            inherit=None if doc_s.inherit is None else Inherit(doc_s.inherit),
             include=tuple(doc_s.include),
             exclude=tuple(doc_s.exclude),
             set_env=MappingProxyType(dict(doc_s.set)),
@@ -274,6 +282,8 @@ def load_config(path: str, *, trusted: bool = True) -> HostConfig:
         known_safe=tuple(parsed.known_safe),
         mcp_network_trust=parsed.mcp_network_trust,
         change_notification=parsed.change_notification,
+        mcp_families=tuple(parsed.mcp_families),
+        refuse_redirecting=parsed.refuse_redirecting,
     )
     if not trusted:
         for named, what in ((config.catalog, "catalog"), (config.managed_env_file, "managed file")):

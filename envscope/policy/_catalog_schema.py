@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from envscope._inputs import portable_name
+from envscope.errors import CatalogError
 from envscope.policy._declarations import (
     Declaration,
     Origin,
@@ -33,14 +34,21 @@ from envscope.policy.catalog import (
     CatalogCategory,
     CatalogEntry,
     CatalogPattern,
+    VectorCategory,
+    VectorRow,
     strict_first,
     stricter,
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import pydantic
 
-__all__ = ["build_catalog", "catalog_model"]
+__all__ = ["build_catalog", "catalog_model", "read_vectors", "vectors_model"]
+
+MAX_VECTORS_BYTES = 128 * 1024
+PLATFORMS = ("any", "posix", "linux", "macos", "aix", "hpux", "irix", "windows")
 
 _GLOB = re.compile(r"[A-Za-z0-9_*]+")
 # Bash's exported functions are named BASH_FUNC_f%% or BASH_FUNC_f() (__BASH_FUNC<f>()
@@ -88,6 +96,7 @@ def catalog_model() -> type[pydantic.BaseModel]:
         about: str = text
         source: str = text
         examples: list[str] = Field(default_factory=list)
+        provider: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9-]*$")
 
         @field_validator("examples")
         @classmethod
@@ -143,6 +152,7 @@ def build_catalog(doc: Any, source: str) -> Catalog:
     """The ``Catalog`` a validated document declares (``source`` names it in origins)."""
     names: dict[str, Declaration] = {}
     patterns: list[CatalogPattern] = []
+    providers: dict[str, str] = {}
 
     def declare(name: str, tier: Tier, detail: str) -> None:
         key = norm(name)
@@ -158,7 +168,9 @@ def build_catalog(doc: Any, source: str) -> Catalog:
         tier = Tier(cat.tier)
         entries = []
         for e in cat.entries:
-            entries.append(CatalogEntry(e.name, e.about, e.source, tuple(e.examples)))
+            entries.append(CatalogEntry(e.name, e.about, e.source, tuple(e.examples), e.provider))
+            if e.provider is not None and "*" not in e.name:
+                providers[norm(e.name)] = e.provider
             if "*" in e.name:
                 pattern(e.name, tier, f"{cat.id}: {e.about}")
             else:
@@ -167,8 +179,10 @@ def build_catalog(doc: Any, source: str) -> Catalog:
     for provider in doc.providers:
         for key_name in provider.api_key_env:
             declare(key_name, Tier.TIER2, f"provider {provider.name} API key")
+            providers.setdefault(norm(key_name), provider.name)
         if provider.base_url_env:
             declare(provider.base_url_env, Tier.TIER2, f"provider {provider.name} base URL")
+            providers.setdefault(norm(provider.base_url_env), provider.name)
     for name in doc.tier2:
         declare(name, Tier.TIER2, "tier2 list")
     for entry in doc.optional_env:
@@ -193,4 +207,88 @@ def build_catalog(doc: Any, source: str) -> Catalog:
         injection_names=frozenset(norm(n) for n in vectors if not n.endswith("*")),
         injection_prefixes=tuple(norm(n[:-1]) for n in vectors if n.endswith("*")),
         categories=tuple(categories),
+        providers=MappingProxyType(providers),
     )
+
+
+@functools.cache
+def vectors_model() -> type[pydantic.BaseModel]:
+    """The pydantic model of the injection-vector table (built on first use)."""
+    from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+    text = Field(min_length=1)
+
+    class _Strict(BaseModel):
+        model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    class Row(_Strict):
+        name: str = Field(pattern=f"^(?:{_VECTOR.pattern})$")
+        platform: Literal[PLATFORMS]  # type: ignore[valid-type]
+        source: str = text
+
+    class Category(_Strict):
+        id: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
+        title: str = text
+        refused: Literal["always", "opt-in"]
+        about: str = text
+        rows: list[Row] = Field(min_length=1)
+
+    class VectorDoc(_Strict):
+        version: Literal[1]
+        sources: dict[str, str]
+        categories: list[Category] = Field(min_length=1)
+
+        @field_validator("sources")
+        @classmethod
+        def _sources_are_links(cls, value: dict[str, str]) -> dict[str, str]:
+            for key, url in value.items():
+                if not url.startswith("https://"):
+                    raise ValueError(f"source {key} is not an https:// link")
+            return value
+
+        @model_validator(mode="after")
+        def _rows_cite_known_sources_once(self) -> VectorDoc:
+            seen: set[str] = set()
+            for cat in self.categories:
+                for row in cat.rows:
+                    unknown = [k for k in row.source.split() if k not in self.sources]
+                    if unknown:
+                        raise ValueError(f"{row.name}: unknown source {unknown[0]}")
+                    if row.name.upper() in seen:
+                        raise ValueError(f"{row.name}: listed twice")
+                    seen.add(row.name.upper())
+            return self
+
+    return VectorDoc
+
+
+def read_vectors(data: bytes, source: str) -> tuple[tuple[VectorCategory, ...], Mapping[str, str]]:
+    """The categories and source links of an injection-vector table (errors name the field)."""
+    import pydantic
+
+    from envscope.files._yaml import read_document
+
+    doc = read_document(
+        data, source, error=CatalogError, kind="injection-vector table", max_bytes=MAX_VECTORS_BYTES
+    )
+    try:
+        parsed: Any = vectors_model().model_validate(doc.root)
+    except pydantic.ValidationError as exc:  # its errors hold the input values: keep none
+        first = exc.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or "<root>"
+        failure: CatalogError | None = CatalogError(source, first["msg"], field=where)
+    else:
+        failure = None
+    if failure is not None:
+        raise failure
+    categories = tuple(
+        VectorCategory(
+            c.id,
+            c.title,
+            c.refused == "opt-in",
+            c.about,
+            tuple(VectorRow(r.name, r.platform, tuple(r.source.split())) for r in c.rows),
+        )
+        for c in parsed.categories
+    )
+    return categories, MappingProxyType(dict(parsed.sources))

@@ -29,15 +29,26 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-__all__ = ["Catalog", "CatalogCategory", "CatalogEntry", "CatalogPattern", "stricter"]
+__all__ = [
+    "Catalog",
+    "CatalogCategory",
+    "CatalogEntry",
+    "CatalogPattern",
+    "VectorCategory",
+    "VectorRow",
+    "package_data",
+    "stricter",
+]
 
 DEFAULT_CATALOG_NAME = "envscope/policy/data/catalog.yaml"
+VECTORS_NAME = "envscope/policy/data/injection_vectors.yaml"
 MAX_CATALOG_BYTES = 256 * 1024
 """The largest catalog file read (the manifest limit; larger is refused, never cut)."""
 _LOOKUP_MEMO_MAX = 8192
 """How many distinct names one catalog memoises its answer for (shared by every home)."""
 _MISSING = object()
 _NO_NAMES: Mapping[str, Declaration] = MappingProxyType({})
+_NO_SOURCES: Mapping[str, str] = MappingProxyType({})
 _set = object.__setattr__
 
 
@@ -61,6 +72,7 @@ class CatalogEntry:
     about: str
     source: str
     examples: tuple[str, ...] = ()
+    provider: str | None = None
 
     @property
     def is_pattern(self) -> bool:
@@ -77,6 +89,35 @@ class CatalogCategory:
     tier: Tier
     about: str
     entries: tuple[CatalogEntry, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRow:
+    """One injection-vector row: a name (or ``PREFIX*``), its platform and its source keys."""
+
+    name: str
+    platform: str
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class VectorCategory:
+    """A category of the injection-vector table; ``opt_in`` for the redirecting family."""
+
+    id: str
+    title: str
+    opt_in: bool
+    about: str
+    rows: tuple[VectorRow, ...]
+
+
+def _split(rows: Iterable[str]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """Upper-cased names and the prefixes of ``PREFIX*`` families."""
+    rows = [norm(r) for r in rows]
+    return (
+        frozenset(r for r in rows if not r.endswith("*")),
+        tuple(r[:-1] for r in rows if r.endswith("*")),
+    )
 
 
 def stricter(a: Declaration, b: Declaration) -> Declaration:
@@ -109,6 +150,11 @@ class Catalog:
     source: str
     categories: tuple[CatalogCategory, ...]
     network_trust: frozenset[str]
+    redirecting_names: frozenset[str]
+    redirecting_prefixes: tuple[str, ...]
+    vector_categories: tuple[VectorCategory, ...]
+    vector_sources: Mapping[str, str]
+    providers: Mapping[str, str]
     # lookup()'s memo: upper-cased name -> the catalog's declaration or None. No part of
     # equality or repr; filled lock-free (dict get and set are atomic).
     _memo: dict[str, Declaration | None] = field(init=False, repr=False, compare=False)
@@ -126,6 +172,11 @@ class Catalog:
         injection_prefixes: tuple[str, ...] = (),
         categories: tuple[CatalogCategory, ...] = (),
         network_trust: frozenset[str] = frozenset(),
+        redirecting_names: frozenset[str] = frozenset(),
+        redirecting_prefixes: tuple[str, ...] = (),
+        vector_categories: tuple[VectorCategory, ...] = (),
+        vector_sources: Mapping[str, str] = _NO_SOURCES,
+        providers: Mapping[str, str] = _NO_SOURCES,
     ) -> None:
         _set(self, "names", names)
         _set(self, "patterns", patterns)
@@ -136,6 +187,11 @@ class Catalog:
         _set(self, "source", source)
         _set(self, "categories", categories)
         _set(self, "network_trust", network_trust)
+        _set(self, "redirecting_names", redirecting_names)
+        _set(self, "redirecting_prefixes", redirecting_prefixes)
+        _set(self, "vector_categories", vector_categories)
+        _set(self, "vector_sources", vector_sources)
+        _set(self, "providers", providers)
         _set(self, "_memo", {})
         _set(self, "_regex", _MISSING)
 
@@ -224,12 +280,64 @@ class Catalog:
             injection_prefixes=self.injection_prefixes + other.injection_prefixes,
             categories=self.categories + other.categories,
             network_trust=self.network_trust | other.network_trust,
+            redirecting_names=self.redirecting_names | other.redirecting_names,
+            redirecting_prefixes=self.redirecting_prefixes + other.redirecting_prefixes,
+            vector_categories=self.vector_categories + other.vector_categories,
+            vector_sources=MappingProxyType({**self.vector_sources, **other.vector_sources}),
+            providers=MappingProxyType({**other.providers, **self.providers}),
+        )
+
+    def with_vectors(
+        self, categories: tuple[VectorCategory, ...], sources: Mapping[str, str]
+    ) -> Catalog:
+        """This catalog with an injection-vector table's rows (its source unchanged)."""
+        always = [r.name for c in categories if not c.opt_in for r in c.rows]
+        opt_in = [r.name for c in categories if c.opt_in for r in c.rows]
+        names, prefixes = _split(always)
+        r_names, r_prefixes = _split(opt_in)
+        return Catalog(
+            names=self.names,
+            patterns=self.patterns,
+            platform_prefixes=self.platform_prefixes,
+            global_names=self.global_names,
+            source=self.source,
+            injection_names=self.injection_names | names,
+            injection_prefixes=self.injection_prefixes + prefixes,
+            categories=self.categories,
+            network_trust=self.network_trust,
+            redirecting_names=self.redirecting_names | r_names,
+            redirecting_prefixes=self.redirecting_prefixes + r_prefixes,
+            vector_categories=self.vector_categories + categories,
+            vector_sources=MappingProxyType({**self.vector_sources, **sources}),
+            providers=self.providers,
         )
 
     def is_injection_vector(self, name: str) -> bool:
-        """True for a name that changes how a child's loader, shell or interpreter starts."""
-        key = norm(name)
+        """True for a name that changes how a child's loader, shell or interpreter starts.
+
+        A name with surrounding whitespace is the name it strips to (``"  LD_PRELOAD"``
+        is ``LD_PRELOAD``): what a child's loader sees is never the question.
+        """
+        key = norm(name.strip())
         return key in self.injection_names or key.startswith(self.injection_prefixes)
+
+    def is_redirecting(self, name: str) -> bool:
+        """True for a name of the redirecting family (programs, indexes, proxies, daemons).
+
+        Refused when introduced only by a host that opts in
+        (``Host(refuse_redirecting=True)``); matched like ``is_injection_vector``.
+        """
+        key = norm(name.strip())
+        return key in self.redirecting_names or key.startswith(self.redirecting_prefixes)
+
+    def provider_of(self, name: str) -> str | None:
+        """The provider whose Tier 2 credential or base URL ``name`` is, or None.
+
+        From the ``providers`` registry and the ``provider`` of catalog entries;
+        a credentialed child keeps a value of that provider's credential format
+        under such a name (DESIGN §4a).
+        """
+        return self.providers.get(norm(name))
 
     def with_names(
         self, *, tier1: Iterable[str] = (), tier2: Iterable[str] = (), detail: str = "host"
@@ -292,9 +400,17 @@ class Catalog:
         return found
 
 
-@functools.cache
-def _load_default() -> Catalog:
+def package_data(name: str) -> bytes:
+    """The bytes of a file shipped in ``envscope/policy/data`` (the one place they are read)."""
     from importlib import resources
 
-    data = (resources.files("envscope.policy") / "data" / "catalog.yaml").read_bytes()
-    return Catalog.from_yaml(data, source=DEFAULT_CATALOG_NAME)
+    return (resources.files("envscope.policy") / "data" / name).read_bytes()
+
+
+@functools.cache
+def _load_default() -> Catalog:
+    from envscope.policy._catalog_schema import read_vectors
+
+    catalog = Catalog.from_yaml(package_data("catalog.yaml"), source=DEFAULT_CATALOG_NAME)
+    categories, sources = read_vectors(package_data("injection_vectors.yaml"), VECTORS_NAME)
+    return catalog.with_vectors(categories, sources)

@@ -27,10 +27,12 @@ __all__ = [
     "CORE_NAMES_POSIX",
     "CORE_NAMES_WINDOWS",
     "DEFAULT_EXCLUDES",
+    "MCP_FAMILIES",
     "MCP_SAFE_NAMES_POSIX",
     "MCP_SAFE_NAMES_WINDOWS",
     "MCP_SAFE_PREFIXES_POSIX",
     "WINDOWS_DEFAULT_PATHEXT",
+    "WINDOWS_DEFAULT_SYSTEMROOT",
     "Allowlist",
     "BaseFilter",
     "Inherit",
@@ -38,6 +40,7 @@ __all__ = [
     "SurfacePolicy",
     "glob_regex",
     "mcp_allowlist",
+    "with_mcp_families",
 ]
 
 
@@ -69,7 +72,16 @@ class Surface(enum.Enum):
 # The safe base an MCP child inherits (SCENARIOS 42). Widening these lists is
 # a visible decision: tests pin them as literals.
 MCP_SAFE_NAMES_POSIX: frozenset[str] = frozenset(
-    {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "SHELL", "TMPDIR"}
+    {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "SHELL", "TMPDIR", "TZ"}
+)
+# Capabilities, not a safe base (DESIGN §3): the desktop session lets a child draw
+# windows and read the clipboard, the SSH agent lets it sign as the operator. A host
+# turns a family on by name (Host(mcp_families=...), mcp_families: in envscope.yaml).
+MCP_FAMILIES: Mapping[str, frozenset[str]] = MappingProxyType(
+    {
+        "desktop": frozenset({"DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY"}),
+        "ssh-agent": frozenset({"SSH_AUTH_SOCK"}),
+    }
 )
 MCP_SAFE_PREFIXES_POSIX: tuple[str, ...] = ("XDG_",)
 MCP_SAFE_NAMES_WINDOWS: frozenset[str] = frozenset(
@@ -161,6 +173,10 @@ CORE_NAMES_WINDOWS: frozenset[str] = MCP_SAFE_NAMES_WINDOWS
 # (Codex does the same): without it cmd.exe and CreateProcess find no ``npm.cmd``.
 # The default of a Windows 10/11 install.
 WINDOWS_DEFAULT_PATHEXT = ".COM;.EXE;.BAT;.CMD;.VBS;.VBE;.JS;.JSE;.WSF;.WSH;.MSC"
+# SYSTEMROOT is kept under ``inherit: none|core`` on Windows (without it Winsock, CryptoAPI
+# and so Python's socket and random fail to load), or defaulted when the parent has none.
+WINDOWS_DEFAULT_SYSTEMROOT = "C:\\Windows"
+_WINDOWS_KEPT = frozenset({"SYSTEMROOT"})
 # ``default_excludes: true``: Codex's default excludes (case-insensitive).
 DEFAULT_EXCLUDES: tuple[str, ...] = ("*KEY*", "*SECRET*", "*TOKEN*")
 
@@ -191,11 +207,15 @@ class SurfacePolicy:
     pinned per-platform list); ``include`` globs add names back, ``exclude``
     globs remove them (exclude wins); ``set_env`` holds explicit values that
     survive the allowlist; ``default_excludes`` adds Codex's ``*KEY*``,
-    ``*SECRET*`` and ``*TOKEN*`` to ``exclude``. Globs follow ``glob_regex``.
-    Declared Tier 1 names always win over all of it.
+    ``*SECRET*`` and ``*TOKEN*`` to ``exclude``. Globs follow ``glob_regex``;
+    a glob with whitespace in it is a ``ConfigurationError`` (no name holds
+    one). ``inherit_given`` says whether ``inherit`` was given (the ``mcp``
+    surface refuses ``inherit: all``: an allowlist surface cannot inherit
+    everything). Declared Tier 1 names always win over all of it.
     """
 
     inherit: Inherit
+    inherit_given: bool
     include: tuple[str, ...]
     exclude: tuple[str, ...]
     set_env: Mapping[str, str]
@@ -204,7 +224,7 @@ class SurfacePolicy:
 
     def __init__(
         self,
-        inherit: Inherit = Inherit.ALL,
+        inherit: Inherit | str | None = None,
         include: tuple[str, ...] = (),
         exclude: tuple[str, ...] = (),
         set_env: Mapping[str, str] = EMPTY_MAPPING,
@@ -213,9 +233,10 @@ class SurfacePolicy:
     ) -> None:
         from envscope._inputs import coerce_extra, name_list
 
-        _set(self, "inherit", Inherit(inherit))
-        _set(self, "include", name_list(include, "include"))
-        _set(self, "exclude", name_list(exclude, "exclude"))
+        _set(self, "inherit", Inherit.ALL if inherit is None else Inherit(inherit))
+        _set(self, "inherit_given", inherit is not None)
+        _set(self, "include", _globs(name_list(include, "include"), "include"))
+        _set(self, "exclude", _globs(name_list(exclude, "exclude"), "exclude"))
         _set(self, "set_env", MappingProxyType(coerce_extra(set_env)))
         _set(self, "origin", origin)
         if not isinstance(default_excludes, bool):
@@ -226,6 +247,52 @@ class SurfacePolicy:
 
     def __repr__(self) -> str:
         return record_repr(self, masked=("set_env",))
+
+
+def _globs(globs: tuple[str, ...], field_name: str) -> tuple[str, ...]:
+    """``globs`` unchanged, or a ``ConfigurationError`` naming the first with whitespace."""
+    for i, glob in enumerate(globs):
+        if any(c.isspace() for c in glob):
+            from envscope.errors import ConfigurationError
+
+            raise ConfigurationError(
+                f"{field_name}: item {i} holds whitespace (no variable name does; "
+                "a glob with it never matches)"
+            )
+    return globs
+
+
+def with_mcp_families(
+    policy: SurfacePolicy | None, families: Iterable[str]
+) -> SurfacePolicy | None:
+    """The ``mcp`` surface policy that also forwards the named families' variables.
+
+    A family's names join the policy's ``include`` (so they pass the
+    allowlist; ``exclude`` and the tiers still win). An unknown family is a
+    ``ConfigurationError`` naming it.
+    """
+    names: set[str] = set()
+    for family in families:
+        found = MCP_FAMILIES.get(family) if isinstance(family, str) else None
+        if found is None:
+            from envscope.errors import ConfigurationError
+
+            known = ", ".join(sorted(MCP_FAMILIES))
+            shown = repr(family) if isinstance(family, str) else f"a {type(family).__name__}"
+            raise ConfigurationError(f"mcp_families: {shown} is not one of {known}")
+        names |= found
+    if not names:
+        return policy
+    if policy is None:
+        return SurfacePolicy(include=tuple(sorted(names)))
+    return SurfacePolicy(
+        inherit=policy.inherit if policy.inherit_given else None,
+        include=policy.include + tuple(sorted(names - set(policy.include))),
+        exclude=policy.exclude,
+        set_env=policy.set_env,
+        origin=policy.origin,
+        default_excludes=policy.default_excludes,
+    )
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -263,13 +330,17 @@ class BaseFilter:
         return self._include is not None and self._include.match(upper_key) is not None
 
     def defaults(self) -> dict[str, str]:
-        """Values a child gets when it would have none: Windows' PATHEXT under ``none|core``."""
+        """Values a child gets when it would have none: Windows' PATHEXT and SYSTEMROOT.
+
+        Only under ``inherit: none|core`` on Windows, and never for a name the
+        policy excludes.
+        """
         policy = self.policy
         if not self.windows or policy is None or policy.inherit is Inherit.ALL:
             return {}
-        if self._exclude is not None and self._exclude.match("PATHEXT"):
-            return {}
-        return {"PATHEXT": WINDOWS_DEFAULT_PATHEXT}
+        wanted = {"PATHEXT": WINDOWS_DEFAULT_PATHEXT, "SYSTEMROOT": WINDOWS_DEFAULT_SYSTEMROOT}
+        exclude = self._exclude
+        return {k: v for k, v in wanted.items() if exclude is None or not exclude.match(k)}
 
     def reject(self, upper_key: str) -> Reason | None:
         """Why a base key does not reach the child, or None when it does."""
@@ -279,6 +350,8 @@ class BaseFilter:
             return None
         if self.allowlist is not None and not self.allowlist.allows(upper_key):
             return Reason.NOT_ALLOWLISTED
+        if self.windows and upper_key in _WINDOWS_KEPT:
+            return None  # kept under none|core, like the PATHEXT a child cannot start without
         inherit = Inherit.ALL if self.policy is None else self.policy.inherit
         if inherit is Inherit.NONE:
             return Reason.NOT_INHERITED

@@ -28,6 +28,8 @@ CATEGORIES = [
     ("sandbox-providers", Tier.TIER1),
     ("code-hosts", Tier.TIER1),
     ("package-and-deploy", Tier.TIER1),
+    ("ci-runners", Tier.TIER1),
+    ("telemetry", Tier.TIER1),
     ("memory-and-observability", Tier.TIER1),
     ("training-and-eval", Tier.TIER1),
     ("secret-sources", Tier.TIER1),
@@ -109,7 +111,67 @@ REQUIRED = [
     ("FAL_KEY", Tier.TIER1), ("SUDO_PASSWORD", Tier.TIER1),
     ("OP_SERVICE_ACCOUNT_TOKEN", Tier.TIER1), ("OP_CONNECT_TOKEN", Tier.TIER1),
     ("VAULT_TOKEN", Tier.TIER1), ("DOPPLER_TOKEN", Tier.TIER1), ("INFISICAL_TOKEN", Tier.TIER1),
+    # issue 20: CI runners, telemetry, package publishing (the tier rule: Tier 1)
+    ("ACTIONS_ID_TOKEN_REQUEST_TOKEN", Tier.TIER1), ("ACTIONS_RUNTIME_TOKEN", Tier.TIER1),
+    ("INPUT_GITHUB_TOKEN", Tier.TIER1), ("input_password", Tier.TIER1),
+    ("CI_JOB_TOKEN", Tier.TIER1), ("CI_JOB_JWT_V2", Tier.TIER1),
+    ("CI_REGISTRY_PASSWORD", Tier.TIER1),
+    ("BUILDKITE_AGENT_ACCESS_TOKEN", Tier.TIER1), ("CIRCLE_OIDC_TOKEN", Tier.TIER1),
+    ("JENKINS_API_TOKEN", Tier.TIER1), ("SYSTEM_ACCESSTOKEN", Tier.TIER1),
+    ("OTEL_EXPORTER_OTLP_HEADERS", Tier.TIER1), ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", Tier.TIER1),
+    ("OTEL_EXPORTER_OTLP_LOGS_HEADERS", Tier.TIER1), ("SENTRY_AUTH_TOKEN", Tier.TIER1),
+    ("DD_API_KEY", Tier.TIER1), ("HONEYCOMB_API_KEY", Tier.TIER1),
+    ("NEW_RELIC_LICENSE_KEY", Tier.TIER1), ("NODE_AUTH_TOKEN", Tier.TIER1),
+    ("NPM_TOKEN", Tier.TIER1), ("UV_PUBLISH_TOKEN", Tier.TIER1), ("TWINE_PASSWORD", Tier.TIER1),
+    ("POETRY_PYPI_TOKEN_PYPI", Tier.TIER1), ("CARGO_REGISTRY_TOKEN", Tier.TIER1),
+    ("GEM_HOST_API_KEY", Tier.TIER1), ("NUGET_API_KEY", Tier.TIER1),
+    ("DOCKER_AUTH_CONFIG", Tier.TIER1),
 ]  # fmt: skip
+
+# Action inputs that are not secrets (the INPUT_* decision: only secret-shaped input names).
+NOT_DECLARED = ("INPUT_KEY", "INPUT_PATH", "INPUT_NODE_VERSION", "INPUT_RESTORE_KEYS",
+                "INPUT_MAX_TOKENS", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_SERVICE_NAME",
+                "CI_JOB_ID", "BUILDKITE_BUILD_NUMBER", "ACTIONS_ID_TOKEN_REQUEST_URL")  # fmt: skip
+
+
+@pytest.mark.parametrize("name", NOT_DECLARED)
+def test_ordinary_ci_and_telemetry_names_pass(name: str) -> None:
+    """A runner's and an exporter's ordinary settings are not declared (no false positives)."""
+    assert CATALOG.declaration(name) is None
+
+
+PROVIDERS = [("OPENAI_API_KEY", "openai"), ("anthropic_auth_token", "anthropic"),
+             ("GEMINI_API_KEY", "google"), ("HF_TOKEN", "huggingface"),
+             ("GROQ_API_KEY", "groq"), ("MY_APP_KEY", None),
+             ("TELEGRAM_BOT_TOKEN", None)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "provider"), PROVIDERS)
+def test_provider_of_a_catalog_name(name: str, provider: str | None) -> None:
+    """provider_of names the provider of a Tier 2 catalog name (any case), else None."""
+    assert CATALOG.provider_of(name) == provider
+
+
+def test_every_provider_format_has_catalog_names() -> None:
+    """Each credential format's provider is the provider of at least one Tier 2 catalog name."""
+    from envscope.policy.formats import format_table
+
+    providers = set(CATALOG.providers.values())
+    for fmt in format_table().formats:
+        assert fmt.provider is None or fmt.provider in providers, fmt.name
+    for name, provider in CATALOG.providers.items():
+        decl = CATALOG.declaration(name)
+        assert decl is not None
+        assert decl.tier is Tier.TIER2, (name, provider)
+
+
+def test_providers_registry_fills_provider_of() -> None:
+    """A host file's providers: registry answers provider_of for its key and base-URL names."""
+    cat = Catalog.from_yaml(
+        "providers:\n  - {name: acme, api_key_env: [ACME_KEY], base_url_env: ACME_URL}\n"
+    )
+    assert (cat.provider_of("acme_key"), cat.provider_of("ACME_URL")) == ("acme", "acme")
+    assert Catalog.default().extend(cat).provider_of("ACME_KEY") == "acme"
 
 
 @pytest.mark.parametrize(("name", "tier"), REQUIRED)

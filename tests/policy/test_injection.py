@@ -198,20 +198,26 @@ def test_host_can_allow_explicitly(make_host: HostFactory, homes: dict[str, Path
     assert "LD_PRELOAD" not in host.build_subprocess_env({}, extra={"LD_PRELOAD": "/x"})
 
 
-def test_managed_and_surface_set_are_host_decisions(
+def test_managed_file_is_the_administrators_decision(
     make_host: HostFactory, homes: dict[str, Path]
 ) -> None:
-    """The administrator's managed file and the host's surface policy may set one."""
-    from envscope import SurfacePolicy
-
+    """The administrator's managed file may set a vector (it is not introduced by a build)."""
     managed = homes["root"] / "managed.env"
     managed.write_text("NODE_OPTIONS=--max-old-space-size=512\n")
-    policy = SurfacePolicy(set_env={"PYTHONSTARTUP": "/etc/agent/startup.py"})
-    host = make_host(
-        {"PATH": "/bin"}, managed_env_file=managed, surface_policies={"script": policy}
-    )
+    host = make_host({"PATH": "/bin"}, managed_env_file=managed)
     host.load_launch_env()
     with host.routed(homes["B"]):
         env = host.build_subprocess_env(surface=Surface.SCRIPT)
     assert env["NODE_OPTIONS"] == "--max-old-space-size=512"
-    assert env["PYTHONSTARTUP"] == "/etc/agent/startup.py"
+
+
+@pytest.mark.parametrize("key", ["PYTHONSTARTUP", "ld_preload", "GIT_DIR", "  LD_PRELOAD"])
+def test_surface_set_cannot_introduce(make_host: HostFactory, key: str) -> None:
+    """A surface policy's set holding a vector is a configuration error naming the key."""
+    from envscope import ConfigurationError, SurfacePolicy
+
+    policy = SurfacePolicy(set_env={key: "/etc/agent/startup.py"})
+    with pytest.raises(ConfigurationError, match=f"surfaces.script.set: {key} "):
+        make_host({"PATH": "/bin"}, surface_policies={"script": policy})
+    host = make_host({"PATH": "/bin"}, surface_policies={"script": policy}, allow_injection=[key])
+    assert host.build_subprocess_env(surface=Surface.SCRIPT)[key] == "/etc/agent/startup.py"

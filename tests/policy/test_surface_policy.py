@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from types import MappingProxyType
 
@@ -14,6 +15,7 @@ from envscope.policy.surfaces import (
     CORE_NAMES_WINDOWS,
     MCP_SAFE_NAMES_WINDOWS,
     WINDOWS_DEFAULT_PATHEXT,
+    WINDOWS_DEFAULT_SYSTEMROOT,
     glob_regex,
 )
 from tests.conftest import HostFactory
@@ -148,7 +150,110 @@ def test_set_pathext_beats_the_default(make_host: HostFactory) -> None:
     """A policy's own set value for PATHEXT wins over the Windows default."""
     policy = SurfacePolicy(inherit=Inherit.NONE, set_env=MappingProxyType({"PATHEXT": ".EXE"}))
     host = make_host(surface_policies={Surface.SCRIPT: policy}, windows=True)
-    assert host.build_subprocess_env({}, surface=Surface.SCRIPT) == {"PATHEXT": ".EXE"}
+    env = host.build_subprocess_env({}, surface=Surface.SCRIPT)
+    assert env == {"PATHEXT": ".EXE", "SYSTEMROOT": WINDOWS_DEFAULT_SYSTEMROOT}
+
+
+SYSTEMROOT_CASES = [
+    # (windows, inherit, parent SystemRoot or None, exclude, expected SYSTEMROOT or None)
+    (True, Inherit.NONE, None, (), WINDOWS_DEFAULT_SYSTEMROOT),
+    (True, Inherit.CORE, None, (), WINDOWS_DEFAULT_SYSTEMROOT),
+    (True, Inherit.NONE, "D:\\Win", (), "D:\\Win"),  # kept: a child cannot start without it
+    (True, Inherit.CORE, "D:\\Win", (), "D:\\Win"),
+    (True, Inherit.ALL, None, (), None),  # all: the parent decides
+    (True, Inherit.NONE, "D:\\Win", ("SYSTEM*",), None),  # an exclude glob naming it wins
+    (False, Inherit.NONE, "/x", (), None),  # POSIX: an ordinary name
+]
+
+
+@pytest.mark.parametrize(("windows", "inherit", "parent", "exclude", "expected"), SYSTEMROOT_CASES)
+def test_windows_systemroot_kept_or_defaulted(
+    make_host: HostFactory,
+    windows: bool,
+    inherit: Inherit,
+    parent: str | None,
+    exclude: tuple[str, ...],
+    expected: str | None,
+) -> None:
+    """With windows, inherit none|core keeps the parent's SYSTEMROOT, or defaults it."""
+    policy = SurfacePolicy(inherit=inherit, exclude=exclude)
+    host = make_host(surface_policies={Surface.SCRIPT: policy}, windows=windows)
+    base = {"Path": "C:/bin"} | ({} if parent is None else {"SystemRoot": parent})
+    env = host.build_subprocess_env(base, surface=Surface.SCRIPT)
+    assert {k.upper(): v for k, v in env.items()}.get("SYSTEMROOT") == expected
+
+
+MCP_BASE = {"PATH": "/bin", "TZ": "Europe/Paris", "DISPLAY": ":0", "WAYLAND_DISPLAY": "wl-0",
+            "XAUTHORITY": "/run/user/1000/xauth", "SSH_AUTH_SOCK": "/run/ssh.sock",
+            "DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/1000/bus"}  # fmt: skip
+FAMILY_CASES = [
+    ((), {"PATH", "TZ"}),
+    (("desktop",), {"PATH", "TZ", "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY"}),
+    (("ssh-agent",), {"PATH", "TZ", "SSH_AUTH_SOCK"}),
+    (("desktop", "ssh-agent"), set(MCP_BASE) - {"DBUS_SESSION_BUS_ADDRESS"}),
+]
+
+
+@pytest.mark.parametrize(("families", "expected"), FAMILY_CASES)
+def test_mcp_families_are_capabilities_a_host_turns_on(
+    make_host: HostFactory, families: tuple[str, ...], expected: set[str]
+) -> None:
+    """TZ is in the MCP safe base; the desktop and SSH agent reach MCP only as named families."""
+    host = make_host(dict(MCP_BASE), mcp_families=families)
+    assert set(host.build_subprocess_env(surface=Surface.MCP)) == expected
+    assert set(host.build_subprocess_env(surface=Surface.TERMINAL)) == set(MCP_BASE)
+
+
+def test_mcp_families_join_the_hosts_mcp_policy(make_host: HostFactory) -> None:
+    """A family widens the host's own mcp policy; its exclude still wins."""
+    policy = SurfacePolicy(include=("LANG",), exclude=("DISPLAY",))
+    host = make_host(
+        dict(MCP_BASE, LANG="C"), mcp_families=["desktop"], surface_policies={"mcp": policy}
+    )
+    assert set(host.build_subprocess_env(surface=Surface.MCP)) == {
+        "PATH", "TZ", "LANG", "WAYLAND_DISPLAY", "XAUTHORITY"
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"mcp_families": ["x11"]}, "mcp_families: 'x11' is not one of desktop, ssh-agent"),
+        ({"mcp_families": "desktop"}, "mcp_families: a list"),
+        ({"surface_policies": {"mcp": SurfacePolicy(inherit=Inherit.ALL)}}, "surfaces.mcp.inherit"),
+        ({"surface_policies": {"mcp": SurfacePolicy(inherit="all")}}, "does nothing on the mcp"),
+        ({"refuse_redirecting": "yes"}, "refuse_redirecting: must be True or False"),
+    ],
+    ids=["unknown-family", "family-string", "mcp-inherit-all", "mcp-inherit-all-str", "opt-in"],
+)
+def test_mcp_mistakes_fail_loudly(
+    make_host: HostFactory, kwargs: dict[str, object], message: str
+) -> None:
+    """An unknown family, and inherit: all on the allowlist surface, are configuration errors."""
+    from envscope import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=re.escape(message)):
+        make_host(**kwargs)
+
+
+@pytest.mark.parametrize("inherit", [Inherit.CORE, Inherit.NONE, None])
+def test_mcp_inherit_core_none_or_unsaid_is_accepted(
+    make_host: HostFactory, inherit: Inherit | None
+) -> None:
+    """core and none narrow the MCP base; a policy that does not say inherit is the allowlist."""
+    host = make_host(dict(MCP_BASE), surface_policies={"mcp": SurfacePolicy(inherit=inherit)})
+    env = host.build_subprocess_env(surface=Surface.MCP)
+    assert set(env) == ({"PATH", "TZ"} if inherit is not Inherit.NONE else set())
+
+
+@pytest.mark.parametrize("field", ["include", "exclude"])
+@pytest.mark.parametrize("glob", [" CI_*", "CI_* ", "CI _*", "CI\t*", "CI_*\n"])
+def test_a_glob_with_whitespace_is_an_error(field: str, glob: str) -> None:
+    """A surface include or exclude glob holding whitespace is an error (it would never match)."""
+    from envscope import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=f"{field}: item 1 holds whitespace"):
+        SurfacePolicy(**{field: ("OK_*", glob)})  # type: ignore[arg-type]
 
 
 GLOBS = [
@@ -243,3 +348,60 @@ def test_default_excludes_must_be_a_bool() -> None:
 
     with pytest.raises(ConfigurationError, match="default_excludes"):
         SurfacePolicy(default_excludes="yes")  # type: ignore[arg-type]
+
+
+CONFIG_CASES = [
+    # (config lines, the MCP child's names, refuses PATH from an extra)
+    ("", {"PATH", "TZ"}, False),
+    (
+        "mcp_families: [desktop]\n",
+        {"PATH", "TZ", "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY"},
+        False,
+    ),
+    (
+        "mcp_families: [ssh-agent]\nrefuse_redirecting: true\n",
+        {"PATH", "TZ", "SSH_AUTH_SOCK"},
+        True,
+    ),
+    ("surfaces:\n  mcp: {inherit: core}\n", {"PATH", "TZ"}, False),
+]
+
+
+@pytest.mark.parametrize(("text", "mcp_names", "refuses_path"), CONFIG_CASES)
+def test_families_and_redirecting_in_envscope_yaml(
+    tmp_path: Path, text: str, mcp_names: set[str], refuses_path: bool
+) -> None:
+    """envscope.yaml's mcp_families and refuse_redirecting reach the Host it builds."""
+    path = tmp_path / "envscope.yaml"
+    path.write_text(f"launch_home: .\n{text}")
+    host = load_config(str(path)).build_host(dict(MCP_BASE))
+    assert set(host.build_subprocess_env(surface=Surface.MCP)) == mcp_names
+    env = host.build_subprocess_env(surface=Surface.TERMINAL, extra={"PATH": "/tmp/evil"})
+    assert (env["PATH"] == "/bin") is refuses_path
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("mcp_families: [x11]\n", "mcp_families.0"),
+        ("refuse_redirecting: yes-please\n", "refuse_redirecting"),
+    ],
+)
+def test_bad_family_keys_name_the_field(tmp_path: Path, text: str, field: str) -> None:
+    """An unknown family or a non-bool opt-in is a ConfigFileError naming the field."""
+    from envscope.errors import ConfigFileError
+
+    path = tmp_path / "envscope.yaml"
+    path.write_text(f"launch_home: .\n{text}")
+    with pytest.raises(ConfigFileError, match=re.escape(field)):
+        load_config(str(path))
+
+
+def test_mcp_inherit_all_in_envscope_yaml_is_an_error(tmp_path: Path) -> None:
+    """surfaces.mcp.inherit: all is refused when the host is built (it would do nothing)."""
+    from envscope import ConfigurationError
+
+    path = tmp_path / "envscope.yaml"
+    path.write_text("launch_home: .\nsurfaces:\n  mcp: {inherit: all}\n")
+    with pytest.raises(ConfigurationError, match=re.escape("surfaces.mcp.inherit")):
+        load_config(str(path)).build_host({})

@@ -1,0 +1,332 @@
+"""Credential formats: values that are secrets whatever their name (DESIGN §4a).
+
+The table lives in ``envscope/policy/data/credential_formats.yaml``, one row
+per format: its name, issuer, category, the literal ``prefix`` the format
+starts with (or, for a few formats, the literal a fixed context precedes),
+the ``pattern`` of the rest, the issuer's own documentation as ``source``, a
+fake ``example`` of the real shape, an optional ``checksum`` (a structural
+check done in code after the pattern matched) and an optional ``provider``
+(the catalog provider whose model-provider key the format is).
+
+``find_format(value)`` finds a credential anywhere in a value: bare, inside
+a URL's userinfo or path, after ``Bearer``, in quotes, in a ``:``/``,``
+separated list, on one line of many. It is **one compiled pass**: every row
+becomes one branch of a single regex whose branches each start with a
+literal character (so the regex engine skips every position that cannot
+start a credential); a match whose checksum fails resumes the same search
+one character later. Each row is anchored at the start of a run of token
+characters (a branch first matches its literal, then looks back one
+character), and no quantified part of a row can run past the characters the
+row's alphabet allows, so a search is linear in the length of the value.
+
+The table is read on first use and kept (``find_format.cache_clear`` is not a
+thing: ``reset_table()`` is the test seam); nothing is read at import.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import enum
+import functools
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from envscope.errors import CatalogError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = [
+    "FORMATS_SOURCE",
+    "Checksum",
+    "CredentialFormat",
+    "FormatTable",
+    "find_format",
+    "format_table",
+    "github_checksum",
+    "reset_table",
+]
+
+FORMATS_SOURCE = "envscope/policy/data/credential_formats.yaml"
+MAX_FORMATS_BYTES = 128 * 1024
+# A row is anchored at the start of a run of these characters: the character
+# before its prefix (and, by default, after its end) is not one of them.
+TOKEN_CHARS = "A-Za-z0-9_\\-"
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+_FIELDS = frozenset(
+    {"name", "issuer", "category", "prefix", "pattern", "source", "example", "checksum",
+     "provider", "before", "run_before", "boundary", "cross_checks"}
+)  # fmt: skip
+_URL_PREFIX = "://"  # the row of URLs whose userinfo holds a password
+_REQUIRED = ("name", "issuer", "category", "prefix", "pattern", "source", "example")
+
+
+class Checksum(enum.Enum):
+    """A check a match must also pass (code, named by the table)."""
+
+    GITHUB_CRC32 = "github-crc32"
+    """The last 6 characters are the base62 CRC32 of the body between prefix and them."""
+    JWT_HEADER = "jwt-header"
+    """The first segment decodes to a JSON object naming an ``alg``."""
+    DISCORD_USER_ID = "discord-user-id"
+    """The run before the first dot decodes (base64) to a decimal user id."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunBefore:
+    """A run of characters that must precede the prefix: its alphabet and its length bounds."""
+
+    chars: str
+    min: int
+    max: int
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialFormat:
+    """One row of the table: a credential format, who issues it and where that is documented."""
+
+    name: str
+    issuer: str
+    category: str
+    source: str
+    provider: str | None
+    prefix: str
+    pattern: str
+    example: str
+    checksum: Checksum | None = None
+    before: str | None = None
+    run_before: RunBefore | None = None
+    boundary: bool = True
+    cross_checks: tuple[str, ...] = ()
+
+    @property
+    def regex(self) -> str:
+        """This row's regex on its own (the branch ``find_format`` compiles into one pass)."""
+        return _branch(self)
+
+
+def _branch(fmt: CredentialFormat) -> str:
+    """The row's regex: prefix, a look back past it, the rest, a look ahead."""
+    width = len(fmt.prefix)
+    parts = [re.escape(fmt.prefix)]
+    if fmt.before is not None:
+        parts.append(f"(?<=(?:{fmt.before})(?s:.{{{width}}}))")
+    elif fmt.boundary and fmt.run_before is None:  # a run_before is checked after the match
+        parts.append(f"(?<![{TOKEN_CHARS}](?s:.{{{width}}}))")
+    parts.append(f"(?:{fmt.pattern})")
+    if fmt.boundary:
+        parts.append(f"(?![{TOKEN_CHARS}])")
+    return "".join(parts)
+
+
+def github_checksum(body: str) -> str:
+    """The 6-character base62 CRC32 GitHub (and npm) append to a token's random body."""
+    n = binascii.crc32(body.encode("ascii"))
+    digits = []
+    while n:
+        n, r = divmod(n, 62)
+        digits.append(_BASE62[r])
+    return "".join(reversed(digits)).rjust(6, "0")
+
+
+def _b64decode(text: str) -> bytes | None:
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _passes(fmt: CredentialFormat, token: str, run: str) -> bool:
+    """True when ``token`` (the match) passes the row's checksum; ``run`` precedes the prefix."""
+    check = fmt.checksum
+    if check is Checksum.GITHUB_CRC32:
+        body = token[len(fmt.prefix) : -6]
+        return body.isascii() and github_checksum(body) == token[-6:]
+    if check is Checksum.JWT_HEADER:
+        header = _b64decode(token.split(".", 1)[0])
+        return header is not None and header.lstrip()[:1] == b"{" and b'"alg"' in header
+    if check is Checksum.DISCORD_USER_ID:
+        user = _b64decode(run)
+        return user is not None and user.isdigit() and 15 <= len(user) <= 21
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class FormatTable:
+    """Every credential format, and the one regex that finds any of them."""
+
+    formats: tuple[CredentialFormat, ...]
+    regex: re.Pattern[str]
+
+    @classmethod
+    def of(cls, formats: tuple[CredentialFormat, ...]) -> FormatTable:
+        """The table of ``formats``, compiled into one pass (a longer prefix wins a tie)."""
+        return cls(formats, re.compile(_trie(formats)))
+
+    def find(self, value: str) -> CredentialFormat | None:
+        """The first format found anywhere in ``value`` (its checksum passing), or None."""
+        search = self.regex.search
+        pos = 0
+        while (m := search(value, pos)) is not None:
+            fmt = self.formats[int(m.lastgroup[1:])]  # type: ignore[index]
+            start = m.start()
+            run = ""
+            if fmt.run_before is not None:
+                run = _run_before(value, start, fmt.run_before)
+            if (fmt.run_before is None or run) and _passes(fmt, m.group(), run):
+                if fmt.prefix != _URL_PREFIX:
+                    return fmt
+                # A URL's userinfo: the token inside it, if any, names the credential better.
+                inner = self.find(value[start + len(fmt.prefix) : m.end()])
+                return fmt if inner is None else inner
+            pos = start + 1
+        return None
+
+
+_Node = dict[str, "_Node | list[int]"]
+
+
+def _trie(formats: tuple[CredentialFormat, ...]) -> str:
+    """One regex for every row: the rows' prefixes as a trie, each row's rest in a named group.
+
+    Every alternative of the top level opens with a literal character, so the
+    regex engine skips each position whose character starts no prefix; at the
+    others it follows one path of the trie, never every row in turn.
+    """
+    root: _Node = {}
+    for i, fmt in enumerate(formats):
+        node = root
+        for ch in fmt.prefix:
+            child = node.setdefault(ch, {})
+            assert isinstance(child, dict)
+            node = child
+        ends = node.setdefault("", [])
+        assert isinstance(ends, list)
+        ends.append(i)
+
+    def render(node: _Node, depth: int) -> str:
+        alternatives = []
+        for ch, child in node.items():
+            if ch and isinstance(child, dict):
+                alternatives.append(re.escape(ch) + render(child, depth + 1))
+        ends = node.get("", [])
+        for i in ends if isinstance(ends, list) else ():
+            rest = _branch(formats[i])[len(re.escape(formats[i].prefix)) :]
+            alternatives.append(f"(?P<f{i}>{rest})")
+        if depth and len(alternatives) == 1:
+            return alternatives[0]
+        return "(?:" + "|".join(alternatives) + ")" if depth else "|".join(alternatives)
+
+    return render(root, 0)
+
+
+def _run_before(value: str, start: int, spec: RunBefore) -> str:
+    """The run of ``spec.chars`` ending at ``start`` when its length is in bounds, else ``""``."""
+    allowed = _charset(spec.chars)
+    i = start
+    floor = max(0, start - spec.max - 1)
+    while i > floor and value[i - 1] in allowed:
+        i -= 1
+    length = start - i
+    if i > 0 and value[i - 1] in allowed:
+        return ""  # the run is longer than the format allows
+    return value[i:start] if spec.min <= length <= spec.max else ""
+
+
+@functools.cache
+def _charset(chars: str) -> frozenset[str]:
+    """The characters of a character-class body such as ``A-Za-z0-9_\\-``."""
+    return frozenset(c for c in map(chr, range(128)) if re.fullmatch(f"[{chars}]", c))
+
+
+def _row(raw: object, i: int, source: str) -> CredentialFormat:
+    """One validated row (a ``CatalogError`` names the file and the field otherwise)."""
+
+    def fail(field: str, message: str) -> CatalogError:
+        return CatalogError(source, message, field=f"formats.{i}.{field}")
+
+    if not isinstance(raw, dict):
+        raise fail("", "a row must be a mapping")
+    unknown = sorted(set(raw) - _FIELDS)
+    if unknown:
+        raise fail(str(unknown[0]), "unknown field")
+    for key in _REQUIRED:
+        if not isinstance(raw.get(key), str) or not raw[key]:
+            raise fail(key, "a non-empty string is required")
+    if not _SLUG.fullmatch(raw["name"]):
+        raise fail("name", "a lower-case slug such as github-classic-pat is required")
+    run = raw.get("run_before")
+    run_before = None
+    if run is not None:
+        if not isinstance(run, dict) or set(run) != {"chars", "min", "max"}:
+            raise fail("run_before", "needs chars, min and max")
+        run_before = RunBefore(str(run["chars"]), int(run["min"]), int(run["max"]))
+    try:
+        checksum = None if raw.get("checksum") is None else Checksum(raw["checksum"])
+    except ValueError:
+        raise fail("checksum", "not a known checksum") from None
+    fmt = CredentialFormat(
+        name=raw["name"],
+        issuer=raw["issuer"],
+        category=raw["category"],
+        source=raw["source"],
+        provider=raw.get("provider"),
+        prefix=raw["prefix"],
+        pattern=raw["pattern"],
+        example=raw["example"],
+        checksum=checksum,
+        before=raw.get("before"),
+        run_before=run_before,
+        boundary=bool(raw.get("boundary", True)),
+        cross_checks=tuple(raw.get("cross_checks") or ()),
+    )
+    try:
+        re.compile(fmt.pattern)  # on its own too: a broken pattern may compile inside the row's
+        compiled = re.compile(fmt.regex)
+    except re.error:
+        raise fail("pattern", "does not compile") from None
+    if compiled.groups:
+        raise fail("pattern", "capturing groups are not allowed: use (?:...)")
+    return fmt
+
+
+def table_from_document(doc: Mapping[str, object], source: str) -> FormatTable:
+    """The table a parsed document declares (rows validated, names unique)."""
+    rows = doc.get("formats")
+    if doc.get("version") != 1 or not isinstance(rows, list) or not rows:
+        raise CatalogError(source, "needs version: 1 and a non-empty formats list", field="formats")
+    formats = tuple(_row(raw, i, source) for i, raw in enumerate(rows))
+    seen: set[str] = set()
+    for i, fmt in enumerate(formats):
+        if fmt.name in seen:
+            raise CatalogError(source, "a second row of this name", field=f"formats.{i}.name")
+        seen.add(fmt.name)
+    return FormatTable.of(formats)
+
+
+@functools.cache
+def format_table() -> FormatTable:
+    """The shipped table (read and compiled on first use, then shared)."""
+    from envscope.files._yaml import read_document
+    from envscope.policy.catalog import package_data
+
+    data = package_data("credential_formats.yaml")
+    doc = read_document(
+        data, FORMATS_SOURCE, error=CatalogError, kind="format table", max_bytes=MAX_FORMATS_BYTES
+    )
+    if not isinstance(doc.root, dict):
+        raise CatalogError(FORMATS_SOURCE, "must be a mapping", field="<root>")
+    return table_from_document(doc.root, FORMATS_SOURCE)
+
+
+def reset_table() -> None:
+    """Forget the loaded table (a test seam: the next call reads the file again)."""
+    format_table.cache_clear()
+
+
+def find_format(value: str) -> CredentialFormat | None:
+    """The credential format ``value`` holds (whole or anywhere inside it), or None."""
+    return format_table().find(value)

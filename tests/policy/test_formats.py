@@ -1,0 +1,335 @@
+"""Credential formats (issue 20, DESIGN §4a): the table, its one-pass matcher, no false hits."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from envscope.errors import CatalogError
+from envscope.policy._catalog_doc import FORMATS_DOC_PATH, render_formats
+from envscope.policy.formats import (
+    TOKEN_CHARS,
+    Checksum,
+    CredentialFormat,
+    FormatTable,
+    find_format,
+    format_table,
+    github_checksum,
+    reset_table,
+    table_from_document,
+)
+
+TABLE = format_table()
+ROWS = TABLE.formats
+IDS = [f.name for f in ROWS]
+REAL_ENVS = sorted((Path(__file__).parents[2] / "fixtures" / "real-envs").glob("*.json"))
+B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+# Issuers the issue names: each has at least one row.
+ISSUERS = ("GitHub", "GitLab", "Slack", "OpenAI", "Anthropic", "Amazon Web Services", "Google",
+           "Stripe", "npm", "PyPI", "Hugging Face", "Telegram", "Discord", "SendGrid", "Twilio",
+           "DigitalOcean", "Shopify", "Atlassian", "Microsoft Azure", "IETF (RFC 7468)",
+           "IETF (RFC 3986)")  # fmt: skip
+NAMES = ("github-classic-pat", "github-oauth-token", "github-app-installation-token",
+         "github-app-user-token", "github-refresh-token", "github-fine-grained-pat",
+         "slack-bot-token", "slack-user-token", "slack-app-token", "slack-webhook-url",
+         "aws-access-key-id", "pem-private-key", "url-with-password")  # fmt: skip
+
+
+def _is_token(fmt: CredentialFormat) -> bool:
+    """A token row (not a URL, a PEM block or a connection string)."""
+    return fmt.category != "structural" and "://" not in fmt.example and "=" not in fmt.example
+
+
+# Where a credential sits inside a longer value, as hosts really write it.
+CONTEXTS = {
+    "bare": ("{}", "any"),
+    "double-quotes": ('"{}"', "any"),
+    "single-quotes": ("'{}'", "any"),
+    "bearer": ("Bearer {}", "any"),
+    "lines": ("first line\n{}\nlast line", "any"),
+    "spaces": ("  {}  ", "any"),
+    "comma-list": ("a,{},b", "any"),
+    "url-userinfo": ("https://x-access-token:{}@github.com/o/r.git", "token"),
+    "url-user": ("https://{}@example.invalid/x", "token"),
+    "url-path": ("https://example.invalid/api/{}/status", "token"),
+    "url-query": ("https://example.invalid/cb?token={}&x=1", "token"),
+    "colon-list": ("/usr/bin:{}:/bin", "token"),
+    "json": ('{{"key": "{}"}}', "token"),
+}
+
+
+def test_table_has_every_issuer_and_name() -> None:
+    """At least every issuer and format the issue names has a row."""
+    assert set(ISSUERS) <= {f.issuer for f in ROWS}
+    assert set(NAMES) <= {f.name for f in ROWS}
+    assert any(f.issuer == "Stripe" and "live" in f.name for f in ROWS)
+
+
+@pytest.mark.parametrize("fmt", ROWS, ids=IDS)
+def test_row_is_sourced_and_its_example_is_found(fmt: CredentialFormat) -> None:
+    """Each row has an issuer, a category, an https source and a fake example of its own shape."""
+    assert fmt.issuer.strip()
+    assert re.fullmatch(r"[a-z][a-z-]*", fmt.category)
+    assert fmt.source.startswith("https://")
+    assert re.search(fmt.regex, fmt.example) is not None
+    assert find_format(fmt.example) is fmt
+
+
+CORPUS = [
+    pytest.param(fmt, ctx, id=f"{fmt.name}-{ctx}")
+    for fmt in ROWS
+    for ctx, (_, kind) in CONTEXTS.items()
+    if kind == "any" or _is_token(fmt)
+]
+
+
+@pytest.mark.parametrize(("fmt", "ctx"), CORPUS)
+def test_generated_corpus_is_found_in_every_context(fmt: CredentialFormat, ctx: str) -> None:
+    """Every format is found inside URLs, quotes, Bearer, lists, lines, by its own name."""
+    template = CONTEXTS[ctx][0]
+    assert find_format(template.format(fmt.example)) is fmt
+
+
+FIXED = [  # rows anchored by the default boundary (a run_before row checks its own run)
+    f
+    for f in ROWS
+    if f.boundary and f.before is None and f.run_before is None and _is_token(f) and not f.checksum
+]
+
+
+@pytest.mark.parametrize("fmt", FIXED, ids=[f.name for f in FIXED])
+def test_inside_a_longer_run_is_not_a_credential(fmt: CredentialFormat) -> None:
+    """A prefix inside a run of token characters is no credential (xghp_…, task-sk-…)."""
+    for lead in ("x", "0", "_", "-"):
+        found = find_format(lead + fmt.example)
+        assert found is not fmt, lead
+
+
+@given(st.text(alphabet=B62, min_size=30, max_size=30), st.sampled_from(["ghp_", "gho_", "npm_"]))
+def test_github_checksum_property(body: str, prefix: str) -> None:
+    """A body with its CRC32 is found; the same body with any other checksum is not."""
+    good = prefix + body + github_checksum(body)
+    found = find_format(good)
+    assert found is not None
+    assert found.checksum is Checksum.GITHUB_CRC32
+    bad = github_checksum(body[::-1] + "x")
+    if bad != github_checksum(body):
+        assert find_format(prefix + body + bad) is None
+
+
+@pytest.mark.parametrize(
+    ("body", "checksum"),
+    [("0" * 30, github_checksum("0" * 30)), ("EXAMPLEfake0123456789EXAMPLEfa", None)],
+)
+def test_github_checksum_is_six_base62_digits(body: str, checksum: str | None) -> None:
+    """The checksum is the base62 CRC32, left-padded to six digits."""
+    import binascii
+
+    digest = github_checksum(body)
+    assert len(digest) == 6
+    assert set(digest) <= set(B62)
+    value = sum(B62.index(c) * 62**i for i, c in enumerate(reversed(digest)))
+    assert value == binascii.crc32(body.encode())
+    if checksum is not None:
+        assert digest == checksum
+
+
+STRUCTURAL_MISSES = [
+    ("jwt-header-not-json", "eyJub3Rqc29u.eyJzdWIiOiJ4In0.c2lnbmF0dXJlX3g"),
+    ("discord-id-not-digits", "TUlTU0lOR0lETk9UREXHSVRT.GfAkEx." + "a" * 30),
+    ("telegram-id-too-short", "1234:AA" + "a" * 33),
+    ("telegram-id-too-long", "12345678901234567:AA" + "a" * 33),
+    ("azure-run-too-long", "xabc8Q~" + "a" * 34),
+    ("url-user-only", "https://user@example.invalid/x"),
+    ("url-empty-password", "postgres://u:@h/db"),
+    ("url-placeholder", "postgres://u:${DB_PASSWORD}@h/db"),
+    ("url-dollar-var", "postgres://u:$DB_PASSWORD@h/db"),
+    ("url-masked", "https://u:****@h/x"),
+    ("url-port-then-query", "http://host:8080?next=a@b"),
+    ("pem-public", "-----BEGIN PUBLIC KEY-----"),
+    ("pem-certificate", "-----BEGIN CERTIFICATE-----"),
+    ("uuid", "123e4567-e89b-12d3-a456-426614174000"),
+    ("sha1", "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3"),
+    ("openai-compatible-placeholder", "sk-" + "0123456789abcdef" * 3),
+]
+
+
+@pytest.mark.parametrize("value", [pytest.param(v, id=i) for i, v in STRUCTURAL_MISSES])
+def test_structural_checks_and_placeholders_are_not_credentials(value: str) -> None:
+    """Failed structural checks, placeholders, public keys, ids and SHAs are no credential."""
+    assert find_format(value) is None
+
+
+@pytest.mark.parametrize("path", REAL_ENVS, ids=[p.stem for p in REAL_ENVS])
+def test_real_environments_hold_no_false_positive(path: Path) -> None:
+    """False positives are bugs: no value of a real environment matches any format."""
+    env = json.loads(path.read_text(encoding="utf-8"))
+    assert len(env) >= 40
+    assert {k: f.name for k, v in env.items() if (f := find_format(v)) is not None} == {}
+
+
+def test_telegram_token_in_its_api_url_is_found() -> None:
+    """Telegram's own URL form (https://api.telegram.org/bot<token>/getMe) is found."""
+    found = find_format("https://api.telegram.org/bot1234567890:AA" + "b" * 33 + "/getMe")
+    assert found is not None
+    assert found.name == "telegram-bot-token"
+
+
+def test_a_url_names_the_token_inside_it() -> None:
+    """A URL whose userinfo holds a token is reported as the token's format, not only a URL."""
+    gh = next(f for f in ROWS if f.name == "github-classic-pat")
+    assert find_format(f"https://x:{gh.example}@github.com/o/r") is gh
+    assert find_format("postgres://app:pw@db/app").name == "url-with-password"  # type: ignore[union-attr]
+
+
+# -- one pass, linear --------------------------------------------------------------------
+
+
+class _Counting:
+    """A compiled regex that counts its searches (the matcher's only use of it)."""
+
+    def __init__(self, regex: re.Pattern[str]) -> None:
+        self.regex, self.calls = regex, 0
+
+    def search(self, value: str, pos: int = 0) -> re.Match[str] | None:
+        self.calls += 1
+        return self.regex.search(value, pos)
+
+
+MIB = 1 << 20
+ADVERSARIAL = {
+    "plain": "a" * MIB,
+    "prefixes": ("".join(f.prefix + " " for f in ROWS) * MIB)[:MIB],
+    "prefix-runs": ("ghp_" * MIB)[:MIB],
+    "eyJ-segments": ("eyJaaaaa." * MIB)[:MIB],
+    "url-colons": ("a://" + ":" * MIB)[:MIB],
+    "dots": ("a" * 30 + ".") * (MIB // 31),
+    "digits-colon-AA": ("1234567:AA" * MIB)[:MIB],
+    "bad-checksums": (("ghp_" + "A" * 36 + " ") * MIB)[:MIB],
+}
+
+
+@pytest.mark.parametrize("value", ADVERSARIAL.values(), ids=list(ADVERSARIAL))
+def test_one_mib_value_is_one_pass(value: str) -> None:
+    """A 1 MiB value costs one search, plus one per candidate whose checksum failed (linear)."""
+    counting = _Counting(TABLE.regex)
+    table = FormatTable(TABLE.formats, counting)  # type: ignore[arg-type]
+    table.find(value)
+    candidates = value.count("ghp_" + "A" * 36)
+    assert counting.calls <= 1 + candidates
+
+
+@pytest.mark.parametrize("fmt", ROWS, ids=IDS)
+def test_every_row_has_a_bounded_width(fmt: CredentialFormat) -> None:
+    """No row can match more than 20,000 characters: each search attempt is bounded."""
+    from re import _parser  # type: ignore[attr-defined]  # the regex parser (3.11+)
+
+    low, high = _parser.parse(fmt.regex).getwidth()
+    assert 0 < low <= high <= 20_000, (fmt.name, low, high)
+
+
+def test_a_credential_after_a_mebibyte_is_found() -> None:
+    """A credential at the end of a huge value is still found."""
+    gh = next(f for f in ROWS if f.name == "github-classic-pat")
+    assert find_format("x " * MIB + gh.example) is gh
+
+
+def test_rows_use_the_token_alphabet_boundary() -> None:
+    """The boundary is the documented token alphabet."""
+    assert TOKEN_CHARS == "A-Za-z0-9_\\-"
+
+
+# -- loading -------------------------------------------------------------------------------
+
+
+def test_table_loads_once_and_resets() -> None:
+    """The table is read once and shared; reset_table() makes the next call read it again."""
+    assert format_table() is format_table()
+    reset_table()
+    again = format_table()
+    assert again is format_table()
+    assert [f.name for f in again.formats] == IDS
+
+
+def test_import_reads_nothing() -> None:
+    """Importing the module reads no file and loads no YAML (no I/O at import)."""
+    code = (
+        "import sys, envscope.policy.formats as f\n"
+        "print('yaml' in sys.modules, f.format_table.cache_info().currsize)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "0"]
+
+
+ROW = {"name": "x-token", "issuer": "X", "category": "tool", "prefix": "xt_",
+       "pattern": "[a-z]{8}", "source": "https://x.invalid", "example": "xt_abcdefgh"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"name": "X Token"}, "formats.0.name"),
+        ({"pattern": "([a-z]{8})"}, "formats.0.pattern"),
+        ({"pattern": "[a-z"}, "formats.0.pattern"),
+        ({"checksum": "luhn"}, "formats.0.checksum"),
+        ({"colour": "red"}, "formats.0.colour"),
+        ({"source": ""}, "formats.0.source"),
+        ({"run_before": {"chars": "0-9"}}, "formats.0.run_before"),
+    ],
+    ids=["slug", "capture", "broken", "checksum", "unknown", "source", "run-before"],
+)
+def test_invalid_row_names_the_field(change: dict[str, object], field: str) -> None:
+    """A malformed row is a CatalogError naming the file and the field, never a value."""
+    with pytest.raises(CatalogError) as info:
+        table_from_document({"version": 1, "formats": [ROW | change]}, "formats.yaml")
+    assert f"formats.yaml: {field}" in str(info.value)
+
+
+def test_a_name_twice_and_an_empty_table_are_errors() -> None:
+    """Two rows of one name, a missing version or no rows: a CatalogError."""
+    with pytest.raises(CatalogError, match=r"formats\.1\.name"):
+        table_from_document({"version": 1, "formats": [ROW, ROW]}, "f.yaml")
+    with pytest.raises(CatalogError, match="version: 1"):
+        table_from_document({"formats": [ROW]}, "f.yaml")
+
+
+def test_docs_credential_formats_md_is_current() -> None:
+    """docs/credential-formats.md is exactly what the generator renders (regenerate, never edit)."""
+    assert FORMATS_DOC_PATH.read_text(encoding="utf-8") == render_formats(TABLE), (
+        "docs/credential-formats.md is stale: run python -m envscope.policy._catalog_doc"
+    )
+    text = render_formats(TABLE)
+    for fmt in ROWS:
+        assert f"## {fmt.name}" in text
+        assert fmt.source in text
+
+
+def test_cross_checks_name_real_peer_rules() -> None:
+    """Each row's cross_checks name a default rule of gitleaks or detect-secrets (peer_rules)."""
+    import yaml
+
+    path = Path(__file__).parents[2] / "benchmarks" / "peer_rules.yaml"
+    peers = yaml.safe_load(path.read_text(encoding="utf-8"))
+    rules = {f"{p}:{r}" for p in ("gitleaks", "detect-secrets") for r in peers[p]["rules"]}
+    for fmt in ROWS:
+        assert set(fmt.cross_checks) <= rules, fmt.name
+    assert set(peers["not_formats"]) <= rules
+    assert not set(peers["not_formats"]) & {c for f in ROWS for c in f.cross_checks}
+
+
+@given(st.text(max_size=64), st.text(max_size=64), st.sampled_from(ROWS))
+def test_any_text_around_a_spaced_credential(
+    before: str, after: str, fmt: CredentialFormat
+) -> None:
+    """Any text never makes the matcher raise, and a credential set off by spaces is found."""
+    found = find_format(before + after)
+    assert found is None or found in ROWS
+    assert find_format(f"{before} {fmt.example} {after}") is not None
