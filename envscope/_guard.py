@@ -143,7 +143,7 @@ def offences(host: Host, env: Mapping[str, str], *, implicit: bool) -> list[str]
         if decl is not None:
             found.append(key)
             continue
-        match = rule.find(value, own=rule.is_own(key, value))
+        match = rule.secret_in(key, value)
         if match is not None and (implicit or not host.admitted(key, value)):
             found.append(rule.describe(key, match))
     return sorted(found)

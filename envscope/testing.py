@@ -249,9 +249,16 @@ def assert_no_secrets(
             )
             leaks.append(f"{key} ({why})")
             continue
-        match = rule.find(value, own=rule.is_own(key, value))
+        match = rule.secret_in(key, value)
         if match is not None:
-            leaks.append(f"{key} ({'value' if match.whole else 'holds the value'} of {match.name})")
+            what = (
+                "holds a credential format:"
+                if match.shape
+                else "value of"
+                if match.whole
+                else ("holds the value of")
+            )
+            leaks.append(f"{key} ({what} {match.name})")
     if leaks:
         count = f"{len(leaks)} {'key' if len(leaks) == 1 else 'keys'}"
         raise AssertionError(f"child env leaks {count}: {', '.join(leaks)}")

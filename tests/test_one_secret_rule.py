@@ -451,3 +451,61 @@ def test_assert_no_secrets_asks_the_hosts_rule(
     with host.routed(homes["B"]):
         child = host.build_subprocess_env(surface=Surface.CREDENTIALED)
         assert_no_secrets(child, host=host, inherit_credentials=True)
+
+
+# -- secrets nobody declared: credential formats (S65, DESIGN.md §4a) ------------------
+
+
+def _formats() -> list[tuple[str, str, str | None]]:
+    """(format name, example value, provider) of every row of the shipped table."""
+    from envscope.policy.formats import format_table
+
+    return [(f.name, f.example, f.provider) for f in format_table().formats]
+
+
+@pytest.mark.parametrize(("name", "example", "provider"), _formats(), ids=lambda v: str(v)[:40])
+def test_every_credential_format_is_stripped_from_every_surface(
+    make_host: HostFactory, homes: dict[str, Path], name: str, example: str, provider: str | None
+) -> None:
+    """An undeclared MY_THING holding any format, bare or inside a URL, never reaches a child;
+    the trace says value-shape and the format, never the value; the guard agrees."""
+    del provider
+    environ = {"PATH": "/b", "MY_THING": example, "MY_URL": f"https://h/x?k={example}"}
+    host = make_host(environ)
+    for surface in Surface:
+        for routed in (False, True):
+            trace = Trace()
+            with host.routed(homes["B"] if routed else homes["A"]):
+                env = host.build_subprocess_env(surface=surface, trace=trace)
+                assert offences(host, env, implicit=False) == []
+            assert "MY_THING" not in env, (surface, routed)
+            assert "MY_URL" not in env, (surface, routed)
+            if surface is not Surface.MCP:  # the MCP allowlist drops it first
+                decision = trace.final()["MY_THING"]
+                assert decision.reason is Reason.VALUE_SHAPE
+                assert decision.note is not None and name.split("-")[0] in decision.note
+            assert example not in repr(list(trace))
+    assert offences(host, {"MY_THING": example}, implicit=False) != []
+
+
+def test_the_exemptions_of_credential_formats(make_host: HostFactory, tmp_path: Path) -> None:
+    """known_safe keeps one; an MCP block literal and a grant pass; a credentialed child keeps
+    its provider's key under the provider's name, and only there."""
+    from envscope.policy.formats import format_table
+
+    openai = next(f.example for f in format_table().formats if f.provider == "openai")
+    github = next(f.example for f in format_table().formats if f.name == "github-classic-pat")
+    host = make_host({"PATH": "/b", "MY_THING": github}, known_safe=["MY_THING"])
+    assert host.build_subprocess_env()["MY_THING"] == github
+    host = make_host({"PATH": "/b", "OPENAI_API_KEY": openai, "OTHER_KEY": openai})
+    credentialed = host.build_subprocess_env(surface=Surface.CREDENTIALED)
+    assert credentialed.get("OPENAI_API_KEY") == openai
+    assert "OTHER_KEY" not in credentialed
+    assert "OPENAI_API_KEY" not in host.build_subprocess_env()  # Tier 2: not inherited
+    forced = host.build_subprocess_env(extra={"_ENVSCOPE_FORCE_OPENAI_API_KEY": openai})
+    assert forced["OPENAI_API_KEY"] == openai  # the caller's hand-over of its provider's key
+    literal = make_host().build_subprocess_env(surface=Surface.MCP, extra={"GH": github})
+    assert literal["GH"] == github  # the operator's literal in a server's block
+    granted = make_host().build_subprocess_env(extra={"GH": github}, grant=["GH"])
+    assert granted["GH"] == github
+    assert "GH" not in make_host().build_subprocess_env(extra={"GH": github})

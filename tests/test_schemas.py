@@ -149,7 +149,7 @@ def demo_snapshots(
         monkeypatch.delenv(key)
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     monkeypatch.setenv("ENVSCOPE_FINGERPRINT_KEY", "schema-test-key-0001")
-    monkeypatch.setenv("DATABASE_URL", "postgres://u:pw-x@h/db")  # a warning record
+    monkeypatch.setenv("MY_APP_KEY", "plain-operator-value")  # a warning record (name shape)
     monkeypatch.chdir(ROOT)
     out = []
     for home in ("launch", "work", "personal"):

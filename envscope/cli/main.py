@@ -176,7 +176,7 @@ def _masker(built: Built, snap: dict[str, Any]) -> Callable[[str], bool]:
         value = built.values.get(key)
         if rule.denies(key, value) is not None:
             return True
-        return value is not None and rule.find(value, own=rule.is_own(key, value)) is not None
+        return value is not None and rule.secret_in(key, value) is not None
 
     return must_mask
 

@@ -184,6 +184,10 @@ def _strip_secret_values(
     for (idx, (key, value)), match in zip(entries, matches, strict=True):
         if match is None or key.upper() in pinned:
             continue
+        if match.shape and (idx in admitted.block or idx in admitted.granted):
+            continue  # the operator's literal, or the caller's grant (DESIGN.md §4a)
+        if match.shape and key.upper() in forced and match.own_provider:
+            continue  # a forced hand-over of its provider's key
         if idx in admitted.granted:
             if match.grade is Grade.SOURCE:
                 raise PassthroughRefusedError(
@@ -198,7 +202,13 @@ def _strip_secret_values(
         if key.upper() in forced and match.grade is Grade.CREDENTIAL:
             continue  # the caller's forced hand-over of a Tier 2 credential
         del out[idx]
-        if trace is not None:  # the trace is the host's: it names the secret (never its value)
+        if trace is not None and match.shape:
+            note = f"holds a {match.name} credential"
+            trace.record(
+                key, Action.STRIPPED, Stage.SANITIZE, Reason.VALUE_SHAPE, match.origin, note,
+                value=value,
+            )  # fmt: skip
+        elif trace is not None:  # the trace is the host's: it names the secret, never its value
             name = match.name
             note = f"{'same value as' if match.whole else 'holds the value of'} {name}"
             if idx in admitted.block:

@@ -18,6 +18,7 @@ from envscope.pipeline import stages
 from envscope.pipeline._sanitize import SanitizeOptions, sanitize
 from envscope.pipeline.secret_rule import SecretRule
 from envscope.policy._declarations import OriginKind, norm
+from envscope.policy.formats import find_format
 from envscope.policy.surfaces import BaseFilter, Surface, SurfacePolicy, mcp_allowlist
 
 if TYPE_CHECKING:
@@ -208,6 +209,8 @@ def secret_rule(request: BuildRequest) -> SecretRule:
         scope=None if binding is None else binding.scope,
         own=own_values(binding) if routed else None,
         ungrantable=request.ungrantable,
+        formats=find_format if request.settings.strip_value_aliases else None,
+        known_safe=request.settings.known_safe,
     )
 
 
@@ -278,6 +281,8 @@ def _finish_trace(trace: Trace, child: Mapping[str, str], request: BuildRequest)
                 "loader, shell or interpreter starts (kept: it was not introduced)"
             )
     for finding in find_credential_values(child, policy=policy):
+        if finding.key.upper() in settings.known_safe:
+            continue  # the operator said once that children may have it
         ctx.warnings.append(
             f"{finding.key}: the value looks like a {finding.kind} but no rule declares "
             "the name (kept; declare it in the catalog or a manifest if it is a secret)"

@@ -46,13 +46,13 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from envscope.policy._declarations import Declaration, Tier
+from envscope.policy._declarations import Declaration, Origin, OriginKind, Tier
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
-    from envscope.policy._declarations import Origin
     from envscope.policy._secret_policy import SecretPolicy
+    from envscope.policy.formats import CredentialFormat
 
 __all__ = [
     "MIN_SECRET_LENGTH",
@@ -64,6 +64,7 @@ __all__ = [
 
 MIN_SECRET_LENGTH = 8
 """Shorter values are never secret values: they collide with ordinary values by chance."""
+FORMATS_PATH = "envscope/policy/data/credential_formats.yaml"  # where a format's row lives
 
 
 class Grade(enum.IntEnum):
@@ -76,13 +77,20 @@ class Grade(enum.IntEnum):
 
 @dataclass(frozen=True, slots=True)
 class SecretMatch:
-    """A secret found in a value: whose it is, how strict, whether it is the whole value."""
+    """A secret found in a value: whose it is, how strict, whether it is the whole value.
 
-    name: str  # the declared name whose value it is (upper-cased)
+    ``shape`` is set for a value of a credential format (DESIGN.md §4a): ``name``
+    is then the format's name, and ``own_provider`` says the key is a catalog
+    name of that format's model provider.
+    """
+
+    name: str  # the declared name whose value it is (upper-cased), or the format's name
     origin: Origin
     grade: Grade
     whole: bool
     launch: bool  # the launch profile's secret, read by a routed build
+    shape: bool = False
+    own_provider: bool = False
 
     def __repr__(self) -> str:
         return f"SecretMatch(name={self.name!r}, grade={self.grade.name}, whole={self.whole})"
@@ -148,7 +156,9 @@ class SecretRule:
 
     __slots__ = (
         "_declared",
+        "_formats",
         "_host",
+        "_known_safe",
         "_launch_pairs",
         "_launch_policy",
         "_own",
@@ -172,6 +182,8 @@ class SecretRule:
         scope: Mapping[str, str] | None = None,
         own: Mapping[str, frozenset[str]] | None = None,
         ungrantable: frozenset[str] = frozenset(),
+        formats: Callable[[str], CredentialFormat | None] | None = None,
+        known_safe: frozenset[str] = frozenset(),
     ) -> None:
         """Collect the secret values of one context.
 
@@ -181,6 +193,9 @@ class SecretRule:
         an MCP block) and a surface policy's ``set``, ``scope`` the routed
         profile's scope and ``own`` its own values (upper-cased name → values).
         ``ungrantable`` are the upper-cased names of secret sources' credentials.
+        ``formats`` finds a credential format in a value (``policy.formats.find_format``;
+        None: no format is a secret); ``known_safe`` names (upper-cased) the
+        operator lets keep one.
         """
         self._policy = policy
         self._launch_policy = None if launch_policy is policy else launch_policy
@@ -188,6 +203,8 @@ class SecretRule:
         self.inherit_credentials = inherit_credentials
         self._own = {} if own is None else own
         self._ungrantable = ungrantable
+        self._formats = formats
+        self._known_safe = known_safe
         self._host = _Secrets()
         self._scope = _Secrets()
         self._launch_pairs: set[tuple[str, str]] = set()  # routed: (NAME, value) the launch holds
@@ -294,14 +311,43 @@ class SecretRule:
             return found
         return self._host.find(value)
 
-    def find_in(self, items: Sequence[tuple[str, str]]) -> list[SecretMatch | None]:
-        """``find`` for each ``(key, value)``, in order (a routed profile's own value as own).
+    def secret_in(self, key: str, value: str) -> SecretMatch | None:
+        """The secret ``key=value`` is or holds that this child may not receive, or None.
 
-        One pass for the lot: a secret that occurs in none of the values (one
-        substring search over them all) is not looked for value by value.
+        A declared secret value (whole first, then inside; a routed profile's own
+        value compared with its own secrets only), else a credential format
+        (``shape``): every child's, except a ``known_safe`` name and, for a child
+        that inherits credentials, a model provider's format under a catalog name
+        of that provider.
         """
-        if not self:
-            return [None] * len(items)
+        found = self.find(value, own=self.is_own(key, value))
+        return found if found is not None else self.shape(key, value)
+
+    def shape(self, key: str, value: str) -> SecretMatch | None:
+        """The credential format ``value`` holds that this child may not keep, or None."""
+        formats = self._formats
+        if formats is None or key.upper() in self._known_safe:
+            return None
+        fmt = formats(value)
+        if fmt is None:
+            return None
+        own_provider = fmt.provider is not None and (
+            self._policy.catalog.provider_of(key) == fmt.provider
+        )
+        if own_provider and self.inherit_credentials:
+            return None  # a credentialed child's own provider key
+        origin = Origin(
+            OriginKind.CATALOG, f"credential format {fmt.name} ({fmt.issuer})", path=FORMATS_PATH
+        )
+        return SecretMatch(fmt.name, origin, Grade.HOST, False, False, True, own_provider)
+
+    def find_in(self, items: Sequence[tuple[str, str]]) -> list[SecretMatch | None]:
+        """``secret_in`` for each ``(key, value)``, in order, in one pass for the lot.
+
+        A declared secret that occurs in none of the values (one substring search
+        over them all) is not looked for value by value, nor is a credential
+        format (one search of the format table over them all).
+        """
         joined = "\x00".join(value for _, value in items)
         host = self._host.present_in(joined)
         scope = self._scope.present_in(joined)
@@ -313,16 +359,25 @@ class SecretRule:
                 if found is None and not self.is_own(key, value):
                     found = host.find(value)
             out.append(found)
+        formats = self._formats
+        if formats is not None and formats(joined) is not None:
+            for i, (key, value) in enumerate(items):
+                if out[i] is None:
+                    out[i] = self.shape(key, value)
         return out
 
     def public(self, match: SecretMatch) -> str:
         """What an error may name for a match (never a value, never a launch name when routed)."""
+        if match.shape:
+            return f"a {match.name} credential"
         if match.launch and self.routed:
             return "a launch profile's secret"
         return match.name
 
     def describe(self, key: str, match: SecretMatch) -> str:
         """``KEY``, or ``KEY (the value of NAME)``, for an error or a log line (see ``public``)."""
+        if match.shape:
+            return f"{key} (holds {self.public(match)})"
         if match.name == key.upper():
             return key
         if match.launch and self.routed:
@@ -330,7 +385,8 @@ class SecretRule:
         return f"{key} ({'the value' if match.whole else 'holds the value'} of {match.name})"
 
     def __bool__(self) -> bool:
-        return bool(self._host.by_value) or bool(self._scope.by_value)
+        """True when the rule can find a secret value at all (declared or by format)."""
+        return bool(self._host.by_value) or bool(self._scope.by_value) or bool(self._formats)
 
     def __repr__(self) -> str:
         names = sorted({m.name for d in (self._host, self._scope) for m in d.by_value.values()})

@@ -63,6 +63,7 @@ class Reason(enum.Enum):
     INCLUDED = "included"
     SURFACE_SET = "surface-set"
     ALIAS_OF = "alias-of"
+    VALUE_SHAPE = "value-shape"
     TOO_LARGE = "too-large"
     INVALID_NAME = "invalid-name"
     INJECTION_VECTOR = "injection-vector"
@@ -106,6 +107,8 @@ _SENTENCES: dict[Reason, str] = {
     Reason.INCLUDED: "included by this surface's policy",
     Reason.SURFACE_SET: "set by this surface's policy",
     Reason.ALIAS_OF: "holds the same value as a stripped secret (named in the note)",
+    Reason.VALUE_SHAPE: "holds a credential in a known format (named in the note; no rule "
+    "declares the name: list it in known_safe to keep it)",
     Reason.TOO_LARGE: "larger than a child env can carry",
     Reason.INVALID_NAME: "not a valid environment entry (a name with '=' or NUL, or a NUL value)",
     Reason.INJECTION_VECTOR: "changes how a child's loader, shell or interpreter starts; "
@@ -123,6 +126,7 @@ SECRET_REASONS = frozenset(
         Reason.LAUNCH_CREDENTIAL,
         Reason.FORCE_REFUSED,
         Reason.ALIAS_OF,
+        Reason.VALUE_SHAPE,
         Reason.INJECTION_VECTOR,
     }
 )

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from envscope import Host
+from envscope import Host, Reason
 from envscope.audit._findings import (
     CredentialFinding,
     credential_kind,
     credential_kinds,
     find_credential_values,
 )
-from envscope.policy.formats import github_checksum
+from envscope.policy.formats import find_format, github_checksum
 from tests.conftest import HostFactory
 
 # Test values are built from pieces so no literal here looks like a live token.
@@ -230,7 +230,9 @@ def test_name_shape_search_is_linear() -> None:
     assert name_kind("X", "a://" + "u" * 200_000 + ":" + "p" * 200_000) is None
 
 
-@pytest.mark.parametrize(("key", "value", "kind"), [r for r in NAME_SHAPES if r[2]])
+@pytest.mark.parametrize(
+    ("key", "value", "kind"), [r for r in NAME_SHAPES if r[2] and find_format(r[1]) is None]
+)
 def test_name_shape_warning_in_trace_never_strips(
     make_host: HostFactory, key: str, value: str, kind: str
 ) -> None:
@@ -243,6 +245,24 @@ def test_name_shape_warning_in_trace_never_strips(
     assert (kind in mine[0]) or ("URL with a password" in mine[0])
     assert value.strip() not in mine[0]
     assert "pw" not in mine[0]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [r[:2] for r in NAME_SHAPES if r[2] and find_format(r[1]) is not None]
+)
+def test_a_url_with_a_password_is_a_credential_unless_known_safe(
+    make_host: HostFactory, key: str, value: str
+) -> None:
+    """S65 over S55: a URL whose userinfo holds a password is stripped (value-shape); known_safe
+    keeps it without a warning."""
+    environ = {"PATH": "/bin", key: value, "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars"}
+    trace = make_host(environ).explain()
+    assert key not in trace.context.child_keys
+    assert trace.final()[key.upper()].reason is Reason.VALUE_SHAPE
+    assert value.strip() not in repr(list(trace))
+    kept = make_host(environ, known_safe=[key.strip() or key]).explain()
+    assert key in kept.context.child_keys
+    assert not [w for w in kept.context.warnings if w.startswith(f"{key}: ")]
 
 
 def test_declared_and_known_safe_names_are_not_warned(make_host: HostFactory) -> None:

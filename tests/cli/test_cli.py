@@ -307,10 +307,11 @@ def test_check_spawns(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Non
     assert "broken.py" not in out
 
 
-def test_explain_warns_on_credential_looking_values(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+def test_explain_strips_credential_formats_unless_known_safe(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """A kept undeclared variable whose value looks like a credential is a warning, not stripped."""
+    """S65: an undeclared variable holding a credential format is stripped (value-shape), its
+    format named, never its value; the config's known_safe keeps it."""
     from envscope.policy.formats import github_checksum
 
     body = ("a1B2c3D4e5F6g7H8i9J0" * 2)[:30]  # a classic PAT's body and its CRC32 (issue 20)
@@ -318,11 +319,18 @@ def test_explain_warns_on_credential_looking_values(
     code, out, _ = run_cli(capsys, "explain", "--home", "work", "--json")
     data = json.loads(out)
     assert code == 0
-    assert data["keys"]["DEPLOY_HELPER"]["in_child"] is True
-    found = {(w["key"], w["kind"]) for w in data["warnings"]}
-    assert ("DEPLOY_HELPER", "value-shape:github-token") in found
+    row = data["keys"]["DEPLOY_HELPER"]
+    assert row["in_child"] is False
+    assert row["reason"] == "value-shape"
+    assert "github-classic-pat" in row["origin"]["detail"]
     assert "ghp_" not in out
-    assert run_cli(capsys, "explain", "--home", "work", "--strict")[0] == 1
+    config = tmp_path / "envscope.yaml"
+    config.write_text(
+        (DEMO / "envscope.yaml").read_text().replace("./", f"{DEMO}/")
+        + "known_safe: [DEPLOY_HELPER]\n"
+    )
+    assert main(["--config", str(config), "explain", "--home", "work", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["keys"]["DEPLOY_HELPER"]["in_child"] is True
 
 
 def test_explain_name_shape_warnings_strict_and_silencing(
@@ -331,12 +339,12 @@ def test_explain_name_shape_warnings_strict_and_silencing(
     """S55: a kept look-alike is warned in text and JSON (key, kind); --strict exits 1;
     the config's known_safe silences it."""
     monkeypatch.setenv("MY_APP_KEY", "plain-operator-value")
-    monkeypatch.setenv("DATABASE_URL", "postgres://u:pw-of-db@h/db")
+    monkeypatch.setenv("SERVICE_PASSWORD", "pw-of-db")
     code, out, _ = run_cli(capsys, "explain", "--home", "personal", "--json")
     warnings = json.loads(out)["warnings"]
     assert code == 0
     found = {(w["key"], w["kind"]) for w in warnings}
-    assert {("MY_APP_KEY", "credential-suffix"), ("DATABASE_URL", "url-with-password")} <= found
+    assert {("MY_APP_KEY", "credential-suffix"), ("SERVICE_PASSWORD", "credential-suffix")} <= found
     assert "plain-operator-value" not in out
     assert "pw-of-db" not in out
     code, text, _ = run_cli(capsys, "explain", "--home", "personal")
@@ -346,7 +354,7 @@ def test_explain_name_shape_warnings_strict_and_silencing(
     config = tmp_path / "envscope.yaml"
     config.write_text(
         (DEMO / "envscope.yaml").read_text().replace("./", f"{DEMO}/")
-        + "known_safe: [my_app_key, DATABASE_URL]\n"
+        + "known_safe: [my_app_key, SERVICE_PASSWORD]\n"
     )
     assert main(["--config", str(config), "explain", "--home", "personal", "--strict"]) == 0
     assert "looks like a credential" not in capsys.readouterr().out

@@ -87,16 +87,24 @@ def test_posix_mcp_child_gets_both_proxy_spellings(make_host: HostFactory) -> No
 
 @pytest.mark.parametrize("surface", [Surface.MCP, Surface.TERMINAL])
 @pytest.mark.parametrize(
-    "value", ["http://user:hunter2@proxy:3128", "user:hunter2@proxy:3128", "socks5://u:p@h:1"]
-)
-def test_proxy_password_is_warned(make_host: HostFactory, surface: Surface, value: str) -> None:
-    """S58: a forwarded proxy URL carrying a password gets the URL-shape warning (no value)."""
-    host = make_host({"PATH": "/b", "https_proxy": value, "ENVSCOPE_FINGERPRINT_KEY": "k" * 16})
-    trace = host.explain(surface=surface)
+    ("value", "stripped"),
+    [("http://user:hunter2@proxy:3128", True), ("user:hunter2@proxy:3128", False),
+     ("socks5://u:p@h:1", True)],
+)  # fmt: skip
+def test_proxy_password_is_a_credential_or_warned(
+    make_host: HostFactory, surface: Surface, value: str, stripped: bool
+) -> None:
+    """S58 with S65: a proxy URL carrying a password is a credential format (stripped; known_safe
+    keeps it); a scheme-less one is kept with the URL-shape warning. Never the value."""
+    environ = {"PATH": "/b", "https_proxy": value, "ENVSCOPE_FINGERPRINT_KEY": "k" * 16}
+    trace = make_host(environ).explain(surface=surface)
+    assert ("https_proxy" not in trace.context.child_keys) is stripped
     mine = [w for w in trace.context.warnings if w.startswith("https_proxy: ")]
-    assert len(mine) == 1
-    assert "URL with a password" in mine[0]
+    assert len(mine) == (0 if stripped else 1)
+    assert all("URL with a password" in w for w in mine)
     assert "hunter2" not in " ".join(trace.context.warnings)
+    kept = make_host(environ, known_safe=["https_proxy"]).explain(surface=surface)
+    assert "https_proxy" in kept.context.child_keys
 
 
 @pytest.mark.parametrize(
