@@ -510,3 +510,21 @@ def test_the_exemptions_of_credential_formats(make_host: HostFactory, tmp_path: 
     granted = make_host().build_subprocess_env(extra={"GH": github}, grant=["GH"])
     assert granted["GH"] == github
     assert "GH" not in make_host().build_subprocess_env(extra={"GH": github})
+
+
+@pytest.mark.parametrize("value", ["short1", "a-launch-key-0123456789"])
+@pytest.mark.parametrize("surface", NOT_MCP)
+def test_the_force_prefix_never_hands_a_routed_child_a_launch_credential(
+    make_host: HostFactory, homes: dict[str, Path], value: str, surface: Surface
+) -> None:
+    """A forced OPENAI_API_KEY holding the launch process's own value: refused, short or long."""
+    host = make_host({"PATH": "/b", "OPENAI_API_KEY": value})
+    with host.routed(homes["B"]):
+        env = host.build_subprocess_env(
+            surface=surface, extra={"_ENVSCOPE_FORCE_OPENAI_API_KEY": value}
+        )
+        assert "OPENAI_API_KEY" not in env
+        own = host.build_subprocess_env(
+            surface=surface, extra={"_ENVSCOPE_FORCE_OPENAI_API_KEY": "b-chosen-key-000"}
+        )
+        assert own["OPENAI_API_KEY"] == "b-chosen-key-000"

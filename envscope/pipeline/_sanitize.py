@@ -413,7 +413,8 @@ def _resolve_passthrough(out: Entries, options: SanitizeOptions, trace: Trace | 
 
 
 def _unwrap_forced(out: Entries, options: SanitizeOptions, trace: Trace | None) -> list[str]:
-    """Stage 4 (f): ``_ENVSCOPE_FORCE_X`` → ``X``, never to a Tier 1 or force-prefixed name.
+    """Stage 4 (f): ``_ENVSCOPE_FORCE_X`` → ``X``, never to a Tier 1 or force-prefixed name,
+    nor (routed) with the launch process's own value of a declared name.
 
     Returns the upper-cased names it handed over.
     """
@@ -426,7 +427,8 @@ def _unwrap_forced(out: Entries, options: SanitizeOptions, trace: Trace | None) 
             continue
         up = target.upper()
         decl = options.rule.declaration(up)
-        if is_forced(up) or (decl is not None and decl.tier is Tier.TIER1):
+        launch_credential = options.rule.is_launch_credential(up, value)
+        if is_forced(up) or launch_credential or (decl is not None and decl.tier is Tier.TIER1):
             if trace is not None:
                 reason = Reason.FORCE_REFUSED
                 origin = None if decl is None else decl.origin

@@ -26,13 +26,16 @@ not receive:
   values excepted;
 - in the *scope* domain (the routed profile's scope): by the target's policy.
 
-``find(value, own=...)`` says whether a value *is* or *contains* such a secret
+``secret_in(key, value)`` says whether a value *is* or *contains* such a secret
 (a URL's userinfo or path, ``Bearer …``, quotes, whitespace, a list): whole
-first, then inside. A routed profile's own value (``own=True``) is compared only
-with the scope's secrets, so a profile cannot learn which of its guesses equals a
-launch secret (no oracle). Each secret has a ``Grade`` that says what may still
-hand it over: a grant (``HOST``), also the force prefix (``CREDENTIAL``), or
-nothing (``SOURCE``: a secret source's credential).
+first, then inside. A routed profile's own value is compared only with the
+scope's secrets, so a profile cannot learn which of its guesses equals a launch
+secret (no oracle). Else, a value of a credential format (DESIGN.md §4a,
+``policy.formats``) is a secret for every child, except under a ``known_safe``
+name and, for a child that inherits credentials, a model provider's key under a
+catalog name of that provider (``shape``). Each secret has a ``Grade`` that says
+what may still hand it over: a grant (``HOST``), also the force prefix
+(``CREDENTIAL``), or nothing (``SOURCE``: a secret source's credential).
 
 ``public(match)`` is what an error or a log line may say about a match: the
 secret's name, unless the rule is routed and the secret is the launch profile's
@@ -47,6 +50,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envscope.policy._declarations import Declaration, Origin, OriginKind, Tier
+from envscope.policy.formats import FORMATS_SOURCE
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -64,7 +68,6 @@ __all__ = [
 
 MIN_SECRET_LENGTH = 8
 """Shorter values are never secret values: they collide with ordinary values by chance."""
-FORMATS_PATH = "envscope/policy/data/credential_formats.yaml"  # where a format's row lives
 
 
 class Grade(enum.IntEnum):
@@ -282,11 +285,14 @@ class SecretRule:
         decl = self.declaration(name, value)
         if decl is None:
             return None
-        if decl.tier is Tier.TIER2 and self.inherit_credentials:
-            own = value is not None and value in self._own.get(decl.name, ())
-            if own or (decl.name, value) not in self._launch_pairs:
-                return None
+        inherited = decl.tier is Tier.TIER2 and self.inherit_credentials
+        if inherited and (value is None or not self.is_launch_credential(decl.name, value)):
+            return None
         return decl
+
+    def is_launch_credential(self, name: str, value: str) -> bool:
+        """True when, routed, ``name=value`` is the launch process's value of a declared name."""
+        return (name.upper(), value) in self._launch_pairs and not self.is_own(name, value)
 
     def is_ungrantable(self, name: str) -> bool:
         """True for a secret source's credential name (no grant or passthrough ever passes it)."""
@@ -337,7 +343,7 @@ class SecretRule:
         if own_provider and self.inherit_credentials:
             return None  # a credentialed child's own provider key
         origin = Origin(
-            OriginKind.CATALOG, f"credential format {fmt.name} ({fmt.issuer})", path=FORMATS_PATH
+            OriginKind.CATALOG, f"credential format {fmt.name} ({fmt.issuer})", path=FORMATS_SOURCE
         )
         return SecretMatch(fmt.name, origin, Grade.HOST, False, False, True, own_provider)
 
