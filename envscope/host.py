@@ -14,7 +14,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -32,19 +31,23 @@ from envscope.audit.trace import Trace
 from envscope.errors import ConfigurationError, RoutingError
 from envscope.pipeline import stages
 from envscope.pipeline._binding import Binding, HomeShare
-from envscope.pipeline._memo import BuildMemo, MemoKey
-from envscope.pipeline._residue_rule import ResidueRule
+from envscope.pipeline._memo import BuildMemo
 from envscope.pipeline.build import (
     BuildRequest,
     BuildSettings,
-    build_child,
+    build,
     parent_env,
-    remembered,
     secret_rule,
     unscrubbed,
 )
 from envscope.pipeline.secret_rule import SecretRule
-from envscope.policy._declarations import HomeDeclarations, Origin, OriginKind, norm
+from envscope.policy._declarations import (
+    EMPTY_MAPPING,
+    HomeDeclarations,
+    Origin,
+    OriginKind,
+    norm,
+)
 from envscope.policy._secret_policy import AdapterCensus, SecretPolicy, build_policy
 from envscope.policy.surfaces import Surface, SurfacePolicy, surface_of
 
@@ -159,6 +162,7 @@ class Host:
         if not isinstance(refuse_redirecting, bool):
             raise ConfigurationError("refuse_redirecting: must be True or False")
         self._refuse_redirecting = refuse_redirecting  # PATH, HOME, indexes, proxies… too
+        self._build_settings: BuildSettings | None = None  # made on first use (_settings)
         self._check_surface_sets()
         self._lock = threading.Lock()
         self._source_credentials: frozenset[str] = frozenset()
@@ -197,18 +201,8 @@ class Host:
         return self._global_names
 
     def refuses_injection(self, upper_key: str) -> bool:
-        """True when a scope, extra or passthrough may not introduce this name.
-
-        An injection vector (matched stripped: ``"  LD_PRELOAD"`` is one), and with
-        ``refuse_redirecting`` a name of the redirecting family, unless the host
-        allows that exact name (``allow_injection``).
-        """
-        if upper_key in self._allow_injection:
-            return False
-        catalog = self.catalog
-        return catalog.is_injection_vector(upper_key) or (
-            self._refuse_redirecting and catalog.is_redirecting(upper_key)
-        )
+        """True when a scope, extra, passthrough or secret source may not introduce this name."""
+        return self._settings().refuses(upper_key)
 
     def _check_surface_sets(self) -> None:
         """A surface policy's ``set`` may not introduce an injection vector (an error)."""
@@ -421,41 +415,30 @@ class Host:
         snapshot = process if base is None else snapshot_env(base)
         if not scrub:
             return unscrubbed({**snapshot, **extras}, trace)
-        binding, target, routed, policy = self._context(surface)
-        memo: BuildMemo | None = self._memo if binding is None else binding.memo
-        if binding is None and routed:
-            memo = None  # unbound multiplex: the launch residue is re-read per build
-        key: MemoKey | None = None
-        if memo is not None:  # asked before a request is made: a warm spawn ends here
-            launch = self._launch
-            shape = (
-                surface,
-                inherit_credentials,
-                strip_launch_profile,
-                tuple(passthrough),
-                tuple(extras.items()),  # each MCP server's env block is its own shape
-                granted,
-                trace is not None,  # a traced build keeps its decisions too
-            )
-            same = (policy, launch.managed_values, launch.keep(), launch.launch_values)
-            supplied = self._supplied(binding) if surface.is_allowlist else None
-            key = (shape, same, (snapshot, supplied, None if base is None else process))
-            hit = remembered(memo, key, trace)
-            if hit is not None:
-                return hit
         request = self._request(
-            snapshot, process, extras, binding, target, routed, policy,
-            surface=surface, inherit_credentials=inherit_credentials, passthrough=passthrough,
-            granted=granted,
+            snapshot, None if base is None else process, extras, surface=surface,
+            inherit_credentials=inherit_credentials, strip_launch_profile=strip_launch_profile,
+            passthrough=passthrough, granted=granted,
         )  # fmt: skip
-        if routed and strip_launch_profile:
-            request = replace(request, residue_rule=self._residue_rule(request))
-        child = build_child(memo, key, trace, request)
-        self._admit(request, child)
+        binding = request.binding
+        memo = self._memo if binding is None else binding.memo
+        child = build(request, None if binding is None and request.routed else memo, trace)
+        self._admit(request, child)  # the guard learns what this build handed over as given
         return child
 
-    def _context(self, surface: Surface) -> tuple[Binding | None, str, bool, SecretPolicy]:
-        """This context's binding, target home, whether it is routed, and the target's policy."""
+    def _request(
+        self,
+        snapshot: dict[str, str],
+        process: dict[str, str] | None,
+        extras: dict[str, str],
+        *,
+        surface: Surface,
+        inherit_credentials: bool,
+        strip_launch_profile: bool = True,
+        passthrough: tuple[str, ...] = (),
+        granted: frozenset[str] = frozenset(),
+    ) -> BuildRequest:
+        """Everything one build in this context reads (the manifest stamp checked on the way)."""
         binding = self._binding.get()
         if binding is None and self.multiplex and surface.needs_routed_home:
             raise RoutingError(
@@ -464,44 +447,30 @@ class Host:
             )
         target = self.launch_home if binding is None else binding.home
         routed = self.multiplex if binding is None else binding.routed
-        return binding, target, routed, self._policy_of(target)  # the stamp: checked per build
-
-    def _request(
-        self,
-        snapshot: dict[str, str],
-        process: dict[str, str],
-        extras: dict[str, str],
-        binding: Binding | None,
-        target: str,
-        routed: bool,
-        policy: SecretPolicy,
-        *,
-        surface: Surface,
-        inherit_credentials: bool,
-        passthrough: tuple[str, ...] = (),
-        granted: frozenset[str] = frozenset(),
-    ) -> BuildRequest:
-        """Everything one build reads, for this context (the residue rule comes on a miss)."""
         launch = self._launch
         return BuildRequest(
             settings=self._settings(),
+            surface=surface,
+            inherit_credentials=inherit_credentials,
+            strip_launch_profile=strip_launch_profile,
+            passthrough=passthrough,
+            extras=extras,
+            granted=granted,
             snapshot=snapshot,
             process=process,
-            extras=extras,
+            supplied=self._supplied(binding) if surface.is_allowlist else None,
+            applied=launch.applied_names(),
             binding=binding,
             target=target,
             routed=routed,
-            policy=policy,
+            policy=self._policy_of(target),  # the manifest stamp: checked on every build
             launch_policy=self._launch_policy(binding) if routed else None,
-            residue_rule=None,
-            managed=launch.managed() if routed else (launch.managed_values or {}),
+            # one object while the file is unchanged (the memo compares it by identity)
+            managed=(launch.managed() if routed else launch.managed_values) or EMPTY_MAPPING,
+            keep=launch.keep(),
             launch_values=launch.launch_values,
-            supplied=self._supplied(binding) if surface.is_allowlist else None,
-            surface=surface,
-            inherit_credentials=inherit_credentials,
-            passthrough=passthrough,
-            granted=granted,
             ungrantable=self._source_credentials,
+            launch_residue=self._launch.residue() if routed and binding is None else None,
         )
 
     def _admit(self, request: BuildRequest, child: Mapping[str, str]) -> None:
@@ -526,39 +495,32 @@ class Host:
         return supplied | binding.source_names
 
     def _settings(self) -> BuildSettings:
-        """The host's configuration as a build reads it (the catalog may change: not cached)."""
-        return BuildSettings(
-            catalog=self.catalog,
-            global_names=self.global_names,
-            home_env_var=self.home_env_var,
-            fold=self._windows,
-            refuse=self.refuses_injection,
-            surface_policies=self._surface_policies,
-            mcp_network_trust=self._mcp_network_trust,
-            strip_value_aliases=self._strip_value_aliases,
-            max_env_bytes=self._max_env_bytes,
-            known_safe=self._known_safe,
-            managed_path=self._managed_path,
-        )
+        """The host's configuration as a build reads it (made again when the catalog changes)."""
+        settings = self._build_settings
+        catalog = self.catalog
+        if settings is None or settings.catalog is not catalog:
+            settings = BuildSettings(
+                catalog=catalog,
+                global_names=self.global_names,
+                home_env_var=self.home_env_var,
+                fold=self._windows,
+                allow_injection=self._allow_injection,
+                refuse_redirecting=self._refuse_redirecting,
+                surface_policies=self._surface_policies,
+                mcp_network_trust=self._mcp_network_trust,
+                strip_value_aliases=self._strip_value_aliases,
+                max_env_bytes=self._max_env_bytes,
+                known_safe=self._known_safe,
+                managed_path=self._managed_path,
+            )
+            self._build_settings = settings  # one assignment: a racing build makes an equal one
+        return settings
 
     def _launch_policy(self, binding: Binding | None) -> SecretPolicy:
         """The launch home's policy, checked once per routed() binding (with the residue)."""
         if binding is not None and binding.launch_policy is not None:
             return binding.launch_policy
         return self._policy_of(self.launch_home)
-
-    def _residue_rule(self, request: BuildRequest) -> ResidueRule:
-        """Stage 1's rule: the launch residue, the names kept, the policies that declare."""
-        policy, launch_policy = request.policy, request.launch_policy
-        policies = (
-            (policy,)
-            if launch_policy is None or launch_policy is policy
-            else (policy, launch_policy)
-        )
-        keep = self._launch.keep()
-        if request.binding is None:  # unbound multiplex: the residue is re-read per build
-            return ResidueRule(self.launch_residue(), keep, policies)
-        return request.binding.residue_rule(keep, policies)
 
     def _key(self) -> bytes:
         key = self._fingerprint_key
@@ -612,23 +574,17 @@ class Host:
         Under ``routed(home)``: the launch residue stripped, the home's scope and
         the managed keys over it; else a copy of the process env.
         """
-        request = self._request_here(Surface.TERMINAL, None, False)
-        if request.routed:
-            request = replace(request, residue_rule=self._residue_rule(request))
-        return parent_env(request)
+        return parent_env(self._request_here(Surface.TERMINAL, None, False))
 
     def _request_here(
         self, surface: Surface | str, extra: Mapping[str, object] | None, inherit: bool
     ) -> BuildRequest:
         """The request a build in this context would make (no base, no passthrough, no grant)."""
-        surface = surface_of(surface)
         _, _, extras = build_arguments(extra, (), (), self._source_credentials)
         process = snapshot_env(self._environ, "environ")
-        binding, target, routed, policy = self._context(surface)
         return self._request(
-            process, process, extras, binding, target, routed, policy,
-            surface=surface, inherit_credentials=inherit,
-        )  # fmt: skip
+            process, None, extras, surface=surface_of(surface), inherit_credentials=inherit
+        )
 
     def admitted(self, key: str, value: str) -> bool:
         """True when a build handed ``key=value`` over as given (a grant, an MCP block entry)."""

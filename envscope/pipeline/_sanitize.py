@@ -56,6 +56,7 @@ class SanitizeOptions:
     """
 
     rule: SecretRule
+    fold: bool  # required: a POSIX call site that forgets it would fold case
     extra: Mapping[str, str] = field(default_factory=dict)
     passthrough: Sequence[str] = ()
     passthrough_source: Entries | None = None
@@ -64,13 +65,13 @@ class SanitizeOptions:
     pinned: Mapping[str, str] = field(default_factory=dict)
     surface_set: Mapping[str, str] = field(default_factory=dict)
     refuse: Callable[[str], bool] | None = None  # injection vectors extras/passthrough may not add
+    introduced: frozenset[str] = frozenset()  # upper-cased: vectors the launch's sources put in
     launch_env: Entries = field(default_factory=dict)
     strip_secret_values: bool = True
     managed_names: frozenset[str] = frozenset()  # upper-cased: a surface policy never drops one
     # On the mcp surface ``extra`` is the server's env block: the operator's grant.
     extra_is_block: bool = False
     grant: frozenset[str] = frozenset()  # exact spellings of extra keys received as given
-    fold: bool = True
 
     def __repr__(self) -> str:
         return "SanitizeOptions(...)"  # holds values: never shown
@@ -95,7 +96,7 @@ def sanitize(
     there: none reaches a child.
     """
     _check_block(options)
-    out = _filter_base(entries, options.base_filter, options.managed_names, trace)
+    out = _filter_base(entries, options, trace)
     _merge(out, options, trace)
     admitted = _admitted(out, options)
     _strip_tiers(out, options, admitted, trace)
@@ -236,20 +237,27 @@ def _drop(out: Entries, indexes: Iterable[str], reason: Reason, trace: Trace | N
 _POLICY_REJECTIONS = frozenset({Reason.NOT_INHERITED, Reason.EXCLUDED})
 
 
-def _filter_base(
-    entries: Entries,
-    base_filter: BaseFilter | None,
-    managed_names: frozenset[str],
-    trace: Trace | None,
-) -> Entries:
+def _filter_base(entries: Entries, options: SanitizeOptions, trace: Trace | None) -> Entries:
     """Stage 4 (a) and (b): the surface filter, and force-prefixed keys of the base dropped.
 
     An administrator-managed key wins over a surface policy's ``inherit`` and
     ``exclude`` (managed values win everywhere); the MCP allowlist still applies.
+    An injection vector a launch secret source put into the process env was
+    introduced, not inherited: it is dropped too.
     """
+    base_filter, managed_names, introduced = (
+        options.base_filter,
+        options.managed_names,
+        options.introduced,
+    )
     out: Entries = {}
     for idx, item in entries.items():
         up = item[0].upper()
+        if introduced and up in introduced:
+            if trace is not None:
+                reason = Reason.INJECTION_VECTOR
+                trace.record(item[0], Action.STRIPPED, Stage.SANITIZE, reason, value=item[1])
+            continue
         if base_filter is not None:
             rejected = base_filter.reject(up)
             if rejected in _POLICY_REJECTIONS and up in managed_names:

@@ -1,124 +1,63 @@
-"""One build: stages 1-4 over one ``BuildRequest``, with the memo in front.
+"""One build: ``build`` asks the memo, runs stages 1-4 on a miss, remembers the child.
 
 The host checks the caller's arguments and reads what only it may read (the
 process env, the launch residue, the managed file, the policies); everything
-a build needs then travels in one frozen ``BuildRequest`` (the per-call part)
-and one ``BuildSettings`` (the host's configuration). ``run_build`` is pure:
-it reads no file and no ``os.environ``.
+a build needs then travels in one frozen ``BuildRequest`` (``_request``: its
+``BuildSettings`` are the host's configuration). ``run_build`` is pure: it
+reads no file and no ``os.environ``. Read top to bottom: ``build`` →
+``run_build`` → stages 1-3 (``_routed_stages``) → stage 4 (``sanitize``, asking
+the build's ``secret_rule``) → the block check → the trace's findings.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from envscope.audit.trace import Action, Reason, Stage, Trace, keep_value
 from envscope.pipeline import stages
+from envscope.pipeline._request import BuildRequest, BuildSettings, memo_key
+from envscope.pipeline._residue_rule import ResidueRule
 from envscope.pipeline._sanitize import SanitizeOptions, sanitize
 from envscope.pipeline.secret_rule import SecretRule
 from envscope.policy._declarations import OriginKind, norm
 from envscope.policy.formats import find_format
-from envscope.policy.surfaces import BaseFilter, Surface, SurfacePolicy, mcp_allowlist
+from envscope.policy.surfaces import BaseFilter, Surface, mcp_allowlist
 
 if TYPE_CHECKING:
     from envscope.pipeline._binding import Binding
-    from envscope.pipeline._memo import BuildMemo, MemoKey
-    from envscope.pipeline._residue_rule import ResidueRule
+    from envscope.pipeline._memo import BuildMemo
     from envscope.policy._declarations import Origin
-    from envscope.policy._secret_policy import SecretPolicy
-    from envscope.policy.catalog import Catalog
 
 __all__ = [
     "BuildRequest",
     "BuildSettings",
-    "build_child",
+    "build",
     "own_values",
     "parent_env",
-    "remembered",
     "run_build",
     "secret_rule",
     "unscrubbed",
 ]
 
 
-@dataclass(frozen=True, slots=True, repr=False)
-class BuildSettings:
-    """The host's configuration a build reads (fixed for a host, except the catalog)."""
+def build(request: BuildRequest, memo: BuildMemo | None, trace: Trace | None) -> dict[str, str]:
+    """One child env: the memo asked, on a miss the stages run, the child remembered.
 
-    catalog: Catalog
-    global_names: frozenset[str]
-    home_env_var: str
-    fold: bool  # Windows: names fold, the child holds one spelling per name
-    refuse: Callable[[str], bool]  # injection vectors a scope, extra or passthrough may not add
-    surface_policies: Mapping[Surface, SurfacePolicy]
-    mcp_network_trust: bool
-    strip_value_aliases: bool
-    max_env_bytes: int
-    known_safe: frozenset[str]
-    managed_path: str | None
-
-    def __repr__(self) -> str:
-        return f"BuildSettings(home_env_var={self.home_env_var!r}, fold={self.fold})"
-
-
-@dataclass(frozen=True, slots=True, repr=False)
-class BuildRequest:
-    """Everything one build reads besides the settings (holds values: its repr shows none).
-
-    ``residue_rule`` is ``None`` when stage 1 does not run (an unrouted build,
-    or ``strip_launch_profile=False``); ``launch_policy`` is the launch home's
-    policy under routing, else ``None``.
+    ``memo`` is the owner's (a routed binding's home share, or the host's for
+    unbound builds; ``None``: never remembered). A traced hit replays the
+    decisions kept with the child into ``trace``; a traced miss records values
+    where fingerprints go, keeps the recording with the child and replays it.
     """
-
-    settings: BuildSettings
-    snapshot: dict[str, str]  # the base env (the process env unless the caller passed one)
-    process: dict[str, str]  # the process env: the alias rule knows its secrets
-    extras: dict[str, str]
-    binding: Binding | None
-    target: str
-    routed: bool
-    policy: SecretPolicy
-    launch_policy: SecretPolicy | None
-    residue_rule: ResidueRule | None
-    managed: Mapping[str, str]
-    launch_values: Mapping[str, str]
-    supplied: frozenset[str] | None  # names a secret source supplied (allowlist surfaces)
-    surface: Surface
-    inherit_credentials: bool
-    passthrough: Sequence[str]
-    granted: frozenset[str]  # exact spellings of extra keys this child receives as given
-    ungrantable: frozenset[str]  # upper-cased: secret sources' credentials
-
-    def __repr__(self) -> str:
-        return f"BuildRequest(target={self.target!r}, surface={self.surface.value!r})"
-
-
-def remembered(memo: BuildMemo, key: MemoKey, trace: Trace | None) -> dict[str, str] | None:
-    """The child env the memo holds for this key, or ``None`` (then ``build_child`` builds it).
-
-    ``key`` is ``(shape, same, equal)``. A traced hit replays the decisions
-    kept with the child into ``trace``.
-    """
-    hit = memo.get(*key)
-    if hit is None:
-        return None
-    child, recording = hit
-    if trace is not None and recording is not None:
-        trace.replay(recording)
-    return child
-
-
-def build_child(
-    memo: BuildMemo | None, key: MemoKey | None, trace: Trace | None, request: BuildRequest
-) -> dict[str, str]:
-    """Build a child env and, with a memo, remember it under ``key`` (after a miss).
-
-    A traced build that is remembered records values where fingerprints go,
-    keeps the recording with the child and replays it into ``trace``.
-    """
-    if memo is None or key is None:
+    if memo is None:
         return run_build(request, trace)
+    key = memo_key(request, traced=trace is not None)
+    hit = memo.get(*key)
+    if hit is not None:
+        child, recording = hit
+        if trace is not None and recording is not None:
+            trace.replay(recording)
+        return child
     record_into = None if trace is None else Trace(fingerprint=keep_value)
     child = run_build(request, record_into)
     recording = None
@@ -153,8 +92,9 @@ def _routed_stages(
 ) -> stages.Entries:
     """Stages 1-3: strip the launch residue, overlay the routed scope, apply the managed keys."""
     settings, binding = request.settings, request.binding
-    if request.residue_rule is not None:
-        entries = stages.strip_residue(entries, rule=request.residue_rule, trace=trace)
+    rule = _residue_rule(request)
+    if rule is not None:
+        entries = stages.strip_residue(entries, rule=rule, trace=trace)
     origins: Mapping[str, Origin] | None = None if binding is None else binding.scope_origins
     entries = stages.overlay_scope(
         entries,
@@ -162,12 +102,27 @@ def _routed_stages(
         origins=origins,
         home=request.target,
         trace=trace,
-        refuse=settings.refuse,
+        refuse=settings.refuses,
         fold=settings.fold,
     )
     return stages.apply_managed(
         entries, request.managed, path=settings.managed_path, trace=trace, fold=settings.fold
     )
+
+
+def _residue_rule(request: BuildRequest) -> ResidueRule | None:
+    """Stage 1's rule (``None`` when stage 1 does not run): the binding's, memoised per home."""
+    if not request.strip_launch_profile:
+        return None
+    policy, launch_policy = request.policy, request.launch_policy
+    policies = (
+        (policy,) if launch_policy is None or launch_policy is policy else (policy, launch_policy)
+    )
+    binding = request.binding
+    if binding is not None:
+        return binding.residue_rule(request.keep, policies)
+    residue, origins = request.launch_residue or (frozenset(), {})
+    return ResidueRule(residue, request.keep, policies, origins)  # unbound multiplex
 
 
 def _base_filter(request: BuildRequest) -> BaseFilter | None:
@@ -203,7 +158,7 @@ def secret_rule(request: BuildRequest) -> SecretRule:
         launch_policy=request.launch_policy,
         routed=routed,
         inherit_credentials=request.inherit_credentials or surface.inherits_credentials,
-        launch_values=(request.snapshot, request.process, request.launch_values),
+        launch_values=(request.snapshot, request.process_env, request.launch_values),
         managed=request.managed,
         caller_values=caller,
         scope=None if binding is None else binding.scope,
@@ -236,7 +191,8 @@ def _sanitize_options(
             {settings.home_env_var: request.target} if routed or surface is Surface.WORKER else {}
         ),
         surface_set={} if surface_policy is None else surface_policy.set_env,
-        refuse=settings.refuse,
+        refuse=settings.refuses,
+        introduced=frozenset(n.upper() for n in request.applied if settings.refuses(n.upper())),
         # every spelling, even where names fold (passthrough compares against each)
         launch_env=(
             parent
@@ -258,8 +214,9 @@ def run_build(request: BuildRequest, trace: Trace | None) -> dict[str, str]:
     if request.routed:
         entries = _routed_stages(request, entries, trace)
     options = _sanitize_options(request, parent, entries)
-    child = sanitize(entries, options, trace=trace)
-    stages.validate_block(child, max_total_bytes=settings.max_env_bytes, trace=trace)
+    child = stages.validate_block(
+        sanitize(entries, options, trace=trace), max_total_bytes=settings.max_env_bytes, trace=trace
+    )
     if trace is not None:
         _finish_trace(trace, child, request)
     return child

@@ -57,7 +57,7 @@ def index(key: str, fold: bool) -> str:
     return key.upper() if fold else key
 
 
-def to_entries(env: Mapping[str, str], trace: Trace | None = None, *, fold: bool = True) -> Entries:
+def to_entries(env: Mapping[str, str], trace: Trace | None = None, *, fold: bool) -> Entries:
     """Index a mapping; when names fold, of keys equal ignoring case keep one.
 
     Folding (Windows), the upper-case spelling wins when present, else the
@@ -194,7 +194,7 @@ def overlay_scope(
     home: str = "",
     trace: Trace | None = None,
     refuse: Callable[[str], bool] | None = None,
-    fold: bool = True,
+    fold: bool,
 ) -> Entries:
     """Stage 2: the routed home's scope replaces values (every spelling of each name).
 
@@ -214,7 +214,7 @@ def apply_managed(
     *,
     path: str | None = None,
     trace: Trace | None = None,
-    fold: bool = True,
+    fold: bool,
 ) -> Entries:
     """Stage 3: administrator-managed values beat the routed profile's own (every spelling)."""
     origin = Origin(OriginKind.MANAGED, "managed env file", path=path)
@@ -277,16 +277,17 @@ def _fits(env: dict[str, str], max_total_bytes: int) -> bool:
 def validate_block(
     env: dict[str, str], *, max_total_bytes: int, trace: Trace | None = None
 ) -> dict[str, str]:
-    """Check the finished env fits a child: valid names, no entry over 128 KiB, a total cap.
+    """The finished env, checked to fit a child: valid names, no entry over 128 KiB, a cap.
 
     An entry whose name holds ``=`` or NUL (or is empty), or whose value holds
-    NUL, cannot be passed to ``execve``: it is dropped and recorded. An entry
+    NUL, cannot be passed to ``execve``: it is dropped (from a copy) and recorded. An entry
     over ``MAX_VALUE_BYTES`` or a block over ``max_total_bytes`` is an
     ``EnvValueError`` naming the key (the largest one for the block), never a
     silent ``E2BIG`` at spawn time.
     """
     if _fits(env, max_total_bytes):
         return env
+    env = dict(env)  # a stage never mutates its input
     total = 0
     largest = ("", -1)
     for key, value in list(env.items()):

@@ -270,3 +270,39 @@ def test_memo_compares_identity_then_equality() -> None:
     assert memo.get("shape", (object(),), (snapshot,)) is None
     assert memo.get("shape", (policy,), ({"K": "w"},)) is None
     assert memo.get("shape", (policy, policy), (snapshot,)) is None
+
+
+def test_every_request_field_has_a_memo_role() -> None:
+    """A BuildRequest field without a memo role fails here: the memo key comes from the roles."""
+    from dataclasses import fields
+
+    from envscope.pipeline._request import Role, roles
+
+    assert [f.name for f in fields(BuildRequest)] == [name for name, _ in roles()]
+    for f in fields(BuildRequest):
+        assert isinstance(f.metadata.get("memo"), Role), f"{f.name} has no memo role"
+
+
+def test_the_key_follows_each_field_by_its_role(make_host: HostFactory) -> None:
+    """Changing a shape, same or equal field changes the key; an owner or derived one does not."""
+    from dataclasses import fields, replace
+
+    from envscope.pipeline._request import Role, memo_key
+
+    request = make_host()._request_here(Surface.TERMINAL, {"E": "1"}, False)
+    other: dict[type, object] = {
+        bool: None, str: "elsewhere", tuple: ("P",), dict: {"X": "y"}, frozenset: frozenset({"Z"}),
+    }  # fmt: skip
+    for f in fields(BuildRequest):
+        value = getattr(request, f.name)
+        changed = (
+            object() if f.metadata["memo"] is Role.SAME else other.get(type(value), {"X": "y"})
+        )
+        if isinstance(value, bool):
+            changed = not value
+        if f.name == "surface":
+            changed = Surface.SCRIPT
+        moved = replace(request, **{f.name: changed})  # type: ignore[arg-type]
+        same_key = memo_key(moved, traced=False) == memo_key(request, traced=False)
+        assert same_key is (f.metadata["memo"] in (Role.OWNER, Role.DERIVED)), f.name
+    assert memo_key(request, traced=True) != memo_key(request, traced=False)

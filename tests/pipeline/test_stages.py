@@ -35,7 +35,7 @@ INHERITING = SecretRule(POLICY, inherit_credentials=True)
 def test_to_entries_collapses_case_twins(env: dict[str, str], expected: dict[str, str]) -> None:
     """Keys equal ignoring case collapse: the upper-case spelling wins, else the first."""
     trace = Trace()
-    assert from_entries(to_entries(env, trace)) == expected
+    assert from_entries(to_entries(env, trace, fold=True)) == expected
     assert len(trace) == len(env) - len(expected)
     assert all(d.reason is Reason.CASE_DUPLICATE for d in trace)
 
@@ -49,13 +49,17 @@ def test_strip_residue_with_a_full_memo(monkeypatch: pytest.MonkeyPatch, memo_si
     residue, keep = frozenset({"A_MARKER", "PATH"}), frozenset({"PATH"})
     expected_trace = Trace()
     expected = strip_residue(
-        to_entries(env), residue=residue, keep=keep, policies=(POLICY,), trace=expected_trace
+        to_entries(env, fold=True),
+        residue=residue,
+        keep=keep,
+        policies=(POLICY,),
+        trace=expected_trace,
     )
     monkeypatch.setattr(residue_rule, "MAX_MEMO", memo_size)
     rule = residue_rule.ResidueRule(residue, keep, (POLICY,))
     for _ in range(2):
         trace = Trace()
-        out = strip_residue(to_entries(env), rule=rule, trace=trace)
+        out = strip_residue(to_entries(env, fold=True), rule=rule, trace=trace)
         assert list(out.items()) == list(expected.items())
         assert list(trace) == list(expected_trace)
     assert len(rule.memo) == min(memo_size, len(env))
@@ -71,7 +75,8 @@ def test_strip_residue_table() -> None:
             "DISCORD_ALLOWED_CHANNELS": "1",
             "ORG": "m",
             "OPERATOR": "o",
-        }
+        },
+        fold=True,
     )
     before = dict(entries)
     trace = Trace()
@@ -93,10 +98,10 @@ def test_strip_residue_table() -> None:
 
 def test_overlay_and_managed_replace_any_case() -> None:
     """Stages 2 and 3 replace a value whatever the case of the existing key."""
-    entries = to_entries({"flag": "base", "X": "x"})
+    entries = to_entries({"flag": "base", "X": "x"}, fold=True)
     trace = Trace()
-    out = overlay_scope(entries, {"FLAG": "scope", "NEW": "n"}, trace=trace)
-    out = apply_managed(out, {"Flag": "managed"}, path="/m.env", trace=trace)
+    out = overlay_scope(entries, {"FLAG": "scope", "NEW": "n"}, trace=trace, fold=True)
+    out = apply_managed(out, {"Flag": "managed"}, path="/m.env", trace=trace, fold=True)
     assert from_entries(out) == {"Flag": "managed", "X": "x", "NEW": "n"}
     assert [(d.key, d.action) for d in trace] == [
         ("FLAG", Action.OVERRIDDEN),
@@ -109,32 +114,37 @@ def test_overlay_and_managed_replace_any_case() -> None:
 @pytest.mark.parametrize(
     ("env", "options", "expected"),
     [
-        ({"TELEGRAM_BOT_TOKEN": "t", "K": "v"}, SanitizeOptions(RULE), {"K": "v"}),
+        ({"TELEGRAM_BOT_TOKEN": "t", "K": "v"}, SanitizeOptions(RULE, True), {"K": "v"}),
         (
             {"OPENAI_API_KEY": "k"},
-            SanitizeOptions(INHERITING),
+            SanitizeOptions(INHERITING, True),
             {"OPENAI_API_KEY": "k"},
         ),
         (
             {"K": "v", "Z": "z"},
-            SanitizeOptions(RULE, base_filter=BaseFilter(Allowlist(frozenset({"K"})))),
+            SanitizeOptions(RULE, True, base_filter=BaseFilter(Allowlist(frozenset({"K"})))),
             {"K": "v"},
         ),
-        ({}, SanitizeOptions(RULE, extra={"E": "e"}), {"E": "e"}),
-        ({}, SanitizeOptions(RULE, pinned={"H": "/h"}), {"H": "/h"}),
-        ({"F": "() {"}, SanitizeOptions(RULE, drop_shell_functions=True), {}),
-        ({"F": "() {"}, SanitizeOptions(RULE), {"F": "() {"}),
+        ({}, SanitizeOptions(RULE, True, extra={"E": "e"}), {"E": "e"}),
+        ({}, SanitizeOptions(RULE, True, pinned={"H": "/h"}), {"H": "/h"}),
+        ({"F": "() {"}, SanitizeOptions(RULE, True, drop_shell_functions=True), {}),
+        ({"F": "() {"}, SanitizeOptions(RULE, True), {"F": "() {"}),
         (
             {"P": "base"},
             SanitizeOptions(
-                RULE, passthrough=("P",), passthrough_source=to_entries({"P": "scope"})
+                RULE,
+                True,
+                passthrough=("P",),
+                passthrough_source=to_entries({"P": "scope"}, fold=True),
             ),
             {"P": "scope"},
         ),
-        ({"P": "base"}, SanitizeOptions(RULE, passthrough=("P",), passthrough_source={}), {}),
+        ({"P": "base"}, SanitizeOptions(RULE, True, passthrough=("P",), passthrough_source={}), {}),
         (
             {"P": "b"},
-            SanitizeOptions(RULE, extra={"P": "e"}, passthrough=("P",), passthrough_source={}),
+            SanitizeOptions(
+                RULE, True, extra={"P": "e"}, passthrough=("P",), passthrough_source={}
+            ),
             {"P": "e"},
         ),
     ],
@@ -143,7 +153,7 @@ def test_sanitize_table(
     env: dict[str, str], options: SanitizeOptions, expected: dict[str, str]
 ) -> None:
     """Stage 4 in isolation: each option does one thing."""
-    entries = to_entries(env)
+    entries = to_entries(env, fold=True)
     assert sanitize(entries, options) == expected
     assert from_entries(entries) == env
 
@@ -152,8 +162,8 @@ def test_sanitize_trace_records_kept_tier2() -> None:
     """A Tier 2 credential kept for a credentialed child is recorded as such."""
     trace = Trace()
     sanitize(
-        to_entries({"OPENAI_API_KEY": "k"}),
-        SanitizeOptions(INHERITING),
+        to_entries({"OPENAI_API_KEY": "k"}, fold=True),
+        SanitizeOptions(INHERITING, True),
         trace=trace,
     )
     assert [(d.key, d.action, d.reason) for d in trace] == [

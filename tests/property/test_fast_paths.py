@@ -77,8 +77,10 @@ def test_residue_rule_reused_matches_a_fresh_one(
 ) -> None:
     """A rule whose memo was filled by other builds strips exactly what a fresh rule strips."""
     rule = ResidueRule(residue, keep, (POLICY,))
-    strip_residue(to_entries({"OPENAI_API_KEY": "x", "PATH": "/b", "ORG": "o"}), rule=rule)
-    entries = to_entries(env)
+    strip_residue(
+        to_entries({"OPENAI_API_KEY": "x", "PATH": "/b", "ORG": "o"}, fold=True), rule=rule
+    )
+    entries = to_entries(env, fold=True)
     warm_trace, fresh_trace = Trace(), Trace()
     warm = strip_residue(entries, rule=rule, trace=warm_trace)
     fresh = strip_residue(

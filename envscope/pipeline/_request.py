@@ -1,0 +1,151 @@
+"""What one build reads: the host's ``BuildSettings`` and the per-call ``BuildRequest``.
+
+Every field of a ``BuildRequest`` says how the build memo compares it
+(``Role``, in the field's metadata): part of the build's *shape* (hashable, the
+memo's slot), the *same* object (immutable once made: a policy, the launch
+loads), an *equal* mapping (the parent env, the names a source supplied), the
+memo's *owner* (the routed binding whose memo it is), or *derived* from other
+fields. ``memo_key`` is made from those roles alone, and a test fails when a
+field has none, so a new input can never be left out of the key (a stale
+child env).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from envscope.pipeline._binding import Binding
+    from envscope.pipeline._memo import MemoKey
+    from envscope.policy._declarations import Origin
+    from envscope.policy._secret_policy import SecretPolicy
+    from envscope.policy.catalog import Catalog
+    from envscope.policy.surfaces import Surface, SurfacePolicy
+
+__all__ = ["BuildRequest", "BuildSettings", "Role", "memo_key"]
+
+
+class Role(enum.Enum):
+    """How the build memo compares one field of a ``BuildRequest``."""
+
+    SHAPE = "shape"  # hashable (a mapping: its items), part of the memo slot
+    SAME = "same"  # compared by identity: immutable once made
+    EQUAL = "equal"  # compared by value
+    OWNER = "owner"  # the memo lives in it (a routed binding's home share)
+    DERIVED = "derived"  # follows from the other fields
+
+
+SHAPE: Mapping[str, Role] = MappingProxyType({"memo": Role.SHAPE})
+SAME: Mapping[str, Role] = MappingProxyType({"memo": Role.SAME})
+EQUAL: Mapping[str, Role] = MappingProxyType({"memo": Role.EQUAL})
+OWNER: Mapping[str, Role] = MappingProxyType({"memo": Role.OWNER})
+DERIVED: Mapping[str, Role] = MappingProxyType({"memo": Role.DERIVED})
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class BuildSettings:
+    """The host's configuration a build reads; the host makes a new one when it changes."""
+
+    catalog: Catalog
+    global_names: frozenset[str]
+    home_env_var: str
+    fold: bool  # Windows: names fold, the child holds one spelling per name
+    allow_injection: frozenset[str]  # upper-cased names a build may introduce after all
+    refuse_redirecting: bool  # the redirecting family (PATH, HOME, indexes, proxies) too
+    surface_policies: Mapping[Surface, SurfacePolicy]
+    mcp_network_trust: bool
+    strip_value_aliases: bool
+    max_env_bytes: int
+    known_safe: frozenset[str]
+    managed_path: str | None
+
+    def refuses(self, upper_key: str) -> bool:
+        """True when a build may not introduce this name (scope, extra, passthrough, source).
+
+        An injection vector (matched stripped: ``"  LD_PRELOAD"`` is one), and with
+        ``refuse_redirecting`` a name of the redirecting family, unless the host
+        allows that exact name.
+        """
+        if upper_key in self.allow_injection:
+            return False
+        catalog = self.catalog
+        return catalog.is_injection_vector(upper_key) or (
+            self.refuse_redirecting and catalog.is_redirecting(upper_key)
+        )
+
+    def __repr__(self) -> str:
+        return f"BuildSettings(home_env_var={self.home_env_var!r}, fold={self.fold})"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class BuildRequest:
+    """Everything one build reads (holds values: its repr shows none)."""
+
+    settings: BuildSettings = field(metadata=SAME)
+    surface: Surface = field(metadata=SHAPE)
+    inherit_credentials: bool = field(metadata=SHAPE)
+    strip_launch_profile: bool = field(metadata=SHAPE)
+    passthrough: tuple[str, ...] = field(metadata=SHAPE)
+    extras: dict[str, str] = field(metadata=SHAPE)  # each MCP server's env block is its own shape
+    granted: frozenset[str] = field(metadata=SHAPE)  # exact spellings of extra keys given as is
+    snapshot: dict[str, str] = field(metadata=EQUAL)  # the base env (the process env by default)
+    process: dict[str, str] | None = field(
+        metadata=EQUAL
+    )  # the process env, when a base was passed
+    supplied: frozenset[str] | None = field(metadata=EQUAL)  # names sources supplied (allowlist)
+    applied: frozenset[str] = field(metadata=EQUAL)  # names the launch's sources put into the env
+    binding: Binding | None = field(metadata=OWNER)
+    target: str = field(metadata=DERIVED)  # the bound home, else the launch home
+    routed: bool = field(metadata=DERIVED)  # the binding's, else the host's multiplex
+    policy: SecretPolicy = field(metadata=SAME)
+    launch_policy: SecretPolicy | None = field(metadata=SAME)  # routed: the launch home's
+    managed: Mapping[str, str] = field(metadata=SAME)
+    keep: frozenset[str] = field(metadata=SAME)  # never residue: global, network trust, managed
+    launch_values: Mapping[str, str] = field(metadata=SAME)
+    ungrantable: frozenset[str] = field(metadata=SAME)  # upper-cased: sources' credentials
+    # unbound multiplex only (no binding holds it): the launch residue, read per build
+    launch_residue: tuple[frozenset[str], Mapping[str, Origin]] | None = field(metadata=EQUAL)
+
+    @property
+    def process_env(self) -> dict[str, str]:
+        """The process env (the base itself unless the caller passed another)."""
+        return self.snapshot if self.process is None else self.process
+
+    def __repr__(self) -> str:
+        return f"BuildRequest(target={self.target!r}, surface={self.surface.value!r})"
+
+
+_ROLES: tuple[tuple[str, Role], ...] = tuple(
+    (f.name, f.metadata["memo"]) for f in fields(BuildRequest)
+)
+_SHAPE = tuple(name for name, role in _ROLES if role is Role.SHAPE)
+_SAME = tuple(name for name, role in _ROLES if role is Role.SAME)
+_EQUAL = tuple(name for name, role in _ROLES if role is Role.EQUAL)
+
+
+def _hashable(value: object) -> object:
+    return tuple(value.items()) if isinstance(value, Mapping) else value
+
+
+def memo_key(request: BuildRequest, *, traced: bool) -> MemoKey:
+    """Where this build sits in its owner's memo, from the fields' roles alone.
+
+    ``(shape, same, equal)``: the shape fields (and whether the build is traced:
+    a traced build keeps its decisions too), the same-object fields, the equal
+    fields. Owner and derived fields are not in it.
+    """
+    shape = (*(_hashable(getattr(request, n)) for n in _SHAPE), traced)
+    return (
+        shape,
+        tuple(getattr(request, n) for n in _SAME),
+        tuple(getattr(request, n) for n in _EQUAL),
+    )
+
+
+def roles() -> Sequence[tuple[str, Role]]:
+    """Each ``BuildRequest`` field with its role (the test that pins the key reads it)."""
+    return _ROLES
