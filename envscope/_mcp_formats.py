@@ -12,8 +12,8 @@ name. The formats (docs/mcp.md has the table):
   ``${NAME}`` and ``${NAME:-default}``.
 - Cursor ``.cursor/mcp.json``: ``mcpServers`` with VS Code's syntax and ``envFile``.
 - Codex ``config.toml``: ``[mcp_servers.NAME]`` with ``command``, ``args``,
-  ``env``, ``env_vars`` (names forwarded from the parent env when it holds
-  them), ``cwd``, ``enabled``; no interpolation.
+  ``env``, ``env_vars`` (names forwarded from the parent env), ``cwd``,
+  ``enabled``; no interpolation.
 - goose ``config.yaml``: ``extensions``, ``type: stdio``, ``cmd``, ``args``,
   ``envs``, ``env_keys`` (names read from the parent env), ``enabled``; no
   interpolation.
@@ -319,8 +319,7 @@ class _Shape:
     top: str
     command: str = "command"
     env: str = "env"
-    forwarded: str | None = None  # a list of names read from the parent env
-    forwarded_required: bool = False  # an unset forwarded name is an error (else left out)
+    forwarded: str | None = None  # a list of names read from the parent env (unset: an error)
     env_file: bool = False
 
 
@@ -349,12 +348,12 @@ def _stdio_entry(name: str, doc: Mapping[str, Any], shape: _Shape, r: _Reading) 
     if shape.forwarded is not None:
         for i, key in enumerate(_names(doc, shape.forwarded, at)):
             where = _At(r.path, f"{at.field}.{shape.forwarded}[{i}]")
-            _env_key(key, where)
-            if key in r.environ:
-                env[key] = r.environ[key]
-                fields[key] = where.field
-            elif shape.forwarded_required:
+            if key.upper().startswith(FORCE_PREFIX):
+                raise where.error(f"{key}: an env block may not carry the force prefix")
+            if key not in r.environ:
                 raise where.error(f"{key} is not set in the host environment")
+            env[key] = r.environ[key]
+            fields[key] = where.field
     raw_env = doc.get(shape.env)
     block = _mapping({} if raw_env is None else raw_env, at.child(shape.env), "a mapping")
     for key, value in block.items():
@@ -465,7 +464,7 @@ def read_goose(doc: Mapping[str, Any], r: _Reading) -> list[McpServerConfig]:
     """goose ``extensions``: ``type: stdio`` entries; builtin, platform, HTTP ones left out."""
     shape = _Shape(
         McpFormat.GOOSE, "extensions", command="cmd", env="envs",
-        forwarded="env_keys", forwarded_required=True,
+        forwarded="env_keys",
     )  # fmt: skip
     out = []
     for name, entry in _servers(doc, "extensions", r.path):

@@ -362,6 +362,8 @@ def _check_refusals(
                 "server to pass it (load_server_parameters(grants=...))"
             )
         field = server.field_of(key)
+        if not field.endswith(f".{key}"):  # a forwarded name (env_vars[0]): say which
+            message = f"{key} {message}"
         if not lenient:
             raise ConfigFileError(server.path, message, field=field)
         logging.getLogger(LOGGER).warning("%s: %s: %s (left out)", server.path, field, message)
