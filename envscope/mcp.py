@@ -5,8 +5,9 @@
 grant, passthrough names, the names secret sources supplied) for the bound
 home, and hands it to the SDK's ``StdioServerParameters``.
 ``load_server_parameters`` does the same for every stdio server of an MCP
-client config file (``{"mcpServers": {name: {command, args, env, cwd}}}``,
-JSON or YAML).
+client config file in the format its client writes (VS Code ``servers``,
+``mcpServers`` of Claude Code and Cursor, Codex TOML, goose ``extensions``,
+agent-host YAML ``mcp_servers``: ``envscope._mcp_formats`` reads them).
 
 The SDK merges its own defaults underneath whatever env it is given
 (``get_default_environment()``: ``HOME LOGNAME PATH SHELL TERM USER`` on
