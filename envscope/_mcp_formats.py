@@ -1,29 +1,15 @@
 """The MCP client config formats people already have: one reader per format.
 
-Each reader takes the parsed document and returns the same ``McpServerConfig``
-records (stdio servers only, by name); ``read_config`` detects the format
-from the document (its top key) and, where the top key is shared, the file
-name. The formats (docs/mcp.md has the table):
-
-- VS Code ``.vscode/mcp.json``: ``servers``, ``type: stdio``, ``command``,
-  ``args``, ``env``, ``envFile``, ``cwd``; ``${env:NAME}``, ``${workspaceFolder}``;
-  ``${input:ID}`` is prompted by the editor and cannot be resolved by a host.
-- Claude Code ``.mcp.json`` (and other ``mcpServers`` JSON or YAML):
-  ``${NAME}`` and ``${NAME:-default}``.
-- Cursor ``.cursor/mcp.json``: ``mcpServers`` with VS Code's syntax and ``envFile``.
-- Codex ``config.toml``: ``[mcp_servers.NAME]`` with ``command``, ``args``,
-  ``env``, ``env_vars`` (names forwarded from the parent env), ``cwd``,
-  ``enabled``; no interpolation.
-- goose ``config.yaml``: ``extensions``, ``type: stdio``, ``cmd``, ``args``,
-  ``envs``, ``env_keys`` (names read from the parent env), ``enabled``; no
-  interpolation.
-- agent-host YAML ``mcp_servers``: ``${NAME}``.
-
-One interpolation function per syntax, each resolving against the mapping it
-is given (the loader passes ``Host.parent_env()``); every reference in
-``command``, ``args``, ``cwd`` and the env is resolved, and an unset name is
-an error. Errors are ``ConfigFileError`` naming the file and the field path
-in that format (``servers.github.env.TOKEN``), never a value.
+Each reader (``read_vscode``, ``read_mcp_servers`` for Claude Code, Cursor and
+agent-host YAML, ``read_codex``, ``read_goose``) takes the parsed document and
+returns the same ``McpServerConfig`` records, stdio servers only; ``read_config``
+detects the format from the top key and, where that is shared, the file name
+(docs/mcp.md has the table). One interpolation function per syntax
+(``expand_vscode``, ``expand_shell_default``, ``expand_braces``; Codex and goose
+have none) resolves ``command``, ``args``, ``cwd`` and the env against the
+mapping it is given (the loader passes ``Host.parent_env()``); an unset name is
+an error. Errors are ``ConfigFileError`` naming the file and the field path in
+that format (``servers.github.env.TOKEN``), never a value.
 """
 
 from __future__ import annotations
@@ -382,32 +368,39 @@ def _read_env_file(where: str, r: _Reading, at: _At) -> dict[str, str]:
     raise failure
 
 
-def _servers(doc: Mapping[str, Any], top: str, path: str) -> list[tuple[str, Mapping[str, Any]]]:
-    """The entries under ``top``, named as text (two names that collide are an error)."""
+_Entry = tuple[str, Mapping[str, Any], _At]
+
+
+def _servers(doc: Mapping[str, Any], top: str, path: str) -> list[_Entry]:
+    """``(name, entry, where)`` under ``top``, named as text (names that collide: an error)."""
     servers = doc[top]
     if servers is None:
         return []
     entries = _mapping(servers, _At(path, top), "a mapping of server names to servers")
-    out: list[tuple[str, Mapping[str, Any]]] = []
+    out: list[_Entry] = []
     seen: set[str] = set()
     for name, entry in entries.items():
-        label = str(name)
-        at = _At(path, f"{top}.{label}")
-        if label in seen:
+        at = _At(path, f"{top}.{name}")
+        if str(name) in seen:
             raise at.error("two servers share this name")
-        seen.add(label)
-        out.append((label, _mapping(entry, at, "a mapping")))
+        seen.add(str(name))
+        out.append((str(name), _mapping(entry, at, "a mapping"), at))
     return out
 
 
 _NOT_STDIO = frozenset({"http", "sse", "streamable-http", "streamable_http", "streamableHttp"})
 
 
-def _transport(doc: Mapping[str, Any], at: _At, command: str) -> bool:
-    """True for a stdio entry; False for an HTTP/SSE one (left out); else an error."""
-    kind = doc.get("type")
+def _stdio(doc: Mapping[str, Any], at: _At, *, typed: bool = True) -> bool:
+    """True for a stdio entry that is on; False for HTTP/SSE or off (left out); else an error.
+
+    ``typed``: the format has a ``type`` field (Codex has none).
+    """
+    if not _flags(doc, at):
+        return False
+    kind = doc.get("type") if typed else None
     if kind is None:
-        return not (command not in doc and "url" in doc)
+        return not ("command" not in doc and "url" in doc)
     if kind == "stdio":
         return True
     if isinstance(kind, str) and kind in _NOT_STDIO:
@@ -422,12 +415,8 @@ def read_mcp_servers(doc: Mapping[str, Any], r: _Reading, fmt: McpFormat) -> lis
     """``mcpServers`` (Claude Code, Cursor, MCP clients' JSON) or agent-host ``mcp_servers``."""
     top = "mcp_servers" if fmt is McpFormat.AGENT else "mcpServers"
     shape = _Shape(fmt, top, env_file=fmt is McpFormat.CURSOR)
-    out = []
-    for name, entry in _servers(doc, top, r.path):
-        at = _At(r.path, f"{top}.{name}")
-        if _flags(entry, at) and _transport(entry, at, "command"):
-            out.append(_stdio_entry(name, entry, shape, r))
-    return out
+    entries = _servers(doc, top, r.path)
+    return [_stdio_entry(n, e, shape, r) for n, e, at in entries if _stdio(e, at)]
 
 
 def read_vscode(doc: Mapping[str, Any], r: _Reading) -> list[McpServerConfig]:
@@ -436,23 +425,15 @@ def read_vscode(doc: Mapping[str, Any], r: _Reading) -> list[McpServerConfig]:
     inputs = doc.get("inputs")
     if inputs is not None and not isinstance(inputs, list):
         raise _At(r.path, "inputs").error("must be a list")
-    out = []
-    for name, entry in _servers(doc, "servers", r.path):
-        at = _At(r.path, f"servers.{name}")
-        if _flags(entry, at) and _transport(entry, at, "command"):
-            out.append(_stdio_entry(name, entry, shape, r))
-    return out
+    entries = _servers(doc, "servers", r.path)
+    return [_stdio_entry(n, e, shape, r) for n, e, at in entries if _stdio(e, at)]
 
 
 def read_codex(doc: Mapping[str, Any], r: _Reading) -> list[McpServerConfig]:
     """Codex ``[mcp_servers.NAME]``; an entry with a ``url`` is streamable HTTP (left out)."""
     shape = _Shape(McpFormat.CODEX, "mcp_servers", forwarded="env_vars")
-    out = []
-    for name, entry in _servers(doc, "mcp_servers", r.path):
-        at = _At(r.path, f"mcp_servers.{name}")
-        if _flags(entry, at) and not ("command" not in entry and "url" in entry):
-            out.append(_stdio_entry(name, entry, shape, r))
-    return out
+    entries = _servers(doc, "mcp_servers", r.path)
+    return [_stdio_entry(n, e, shape, r) for n, e, at in entries if _stdio(e, at, typed=False)]
 
 
 _GOOSE_NOT_STDIO = frozenset(
@@ -462,13 +443,9 @@ _GOOSE_NOT_STDIO = frozenset(
 
 def read_goose(doc: Mapping[str, Any], r: _Reading) -> list[McpServerConfig]:
     """goose ``extensions``: ``type: stdio`` entries; builtin, platform, HTTP ones left out."""
-    shape = _Shape(
-        McpFormat.GOOSE, "extensions", command="cmd", env="envs",
-        forwarded="env_keys",
-    )  # fmt: skip
+    shape = _Shape(McpFormat.GOOSE, "extensions", command="cmd", env="envs", forwarded="env_keys")
     out = []
-    for name, entry in _servers(doc, "extensions", r.path):
-        at = _At(r.path, f"extensions.{name}")
+    for name, entry, at in _servers(doc, "extensions", r.path):
         kind = entry.get("type")
         if not isinstance(kind, str) or (kind != "stdio" and kind not in _GOOSE_NOT_STDIO):
             raise at.child("type").error("must be stdio, builtin, platform, sse, … (goose's types)")
