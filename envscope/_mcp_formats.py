@@ -164,7 +164,8 @@ def expand_shell_default(value: str, environ: Mapping[str, str], at: _At) -> str
 
 
 def expand_vscode(value: str, environ: Mapping[str, str], at: _At, *, workspace: str | None) -> str:
-    """VS Code and Cursor: ``${env:NAME}``, ``${workspaceFolder}``; ``${input:ID}`` is an error.
+    """VS Code and Cursor: ``${env:NAME}``, ``${workspaceFolder}``, ``${userHome}`` (``HOME``),
+    ``${pathSeparator}`` (``${/}``); ``${input:ID}`` is an error.
 
     A prompted input (``${input:ID}``) and the editor's other variables
     (``${config:…}``, ``${command:…}``) exist only inside the editor: a host
@@ -180,6 +181,10 @@ def expand_vscode(value: str, environ: Mapping[str, str], at: _At, *, workspace:
                 f"${{input:{name}}} is prompted by the editor and cannot be resolved by a "
                 "host; put the value (or ${env:NAME}) in the config"
             )
+        if not sep and inner == "userHome":
+            return _lookup("HOME", environ, at, "${userHome} (HOME)")
+        if not sep and inner in ("pathSeparator", "/"):
+            return os.sep
         if not sep and inner == "workspaceFolder":
             if workspace is None:
                 raise at.error(

@@ -116,6 +116,7 @@ SYNTAX = [
     ("shell", "pre ${A:-} post", {}, "pre  post"),
     ("vscode", "${env:A}/${workspaceFolder}", {"A": "a"}, "a//ws"),
     ("vscode", "$A ${ unclosed", {"A": "a"}, "$A ${ unclosed"),
+    ("vscode", "${userHome}${/}x${pathSeparator}y", {"HOME": "/h"}, "/h/x/y"),
 ]  # fmt: skip
 
 ERRORS = [
@@ -129,6 +130,7 @@ ERRORS = [
     ("vscode", "${input:key}", "prompted by the editor"),
     ("vscode", "${config:editor.tabSize}", "outside the editor"),
     ("vscode", "${A}", "outside the editor"),
+    ("vscode", "${userHome}", "is not set"),
 ]
 
 
