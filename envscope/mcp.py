@@ -5,8 +5,9 @@
 grant, passthrough names, the names secret sources supplied) for the bound
 home, and hands it to the SDK's ``StdioServerParameters``.
 ``load_server_parameters`` does the same for every stdio server of an MCP
-client config file (``{"mcpServers": {name: {command, args, env, cwd}}}``,
-JSON or YAML).
+client config file in the format its client writes (VS Code ``servers``,
+``mcpServers`` of Claude Code and Cursor, Codex TOML, goose ``extensions``,
+agent-host YAML ``mcp_servers``: ``envscope._mcp_formats`` reads them).
 
 The SDK merges its own defaults underneath whatever env it is given
 (``get_default_environment()``: ``HOME LOGNAME PATH SHELL TERM USER`` on
@@ -27,13 +28,17 @@ import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from envscope._inputs import valid_name
+from envscope._mcp_formats import (
+    MAX_CONFIG_BYTES,
+    McpFormat,
+    McpServerConfig,
+    read_config,
+    strip_jsonc,
+)
 from envscope.audit.trace import Action, Decision, Reason, Stage, Trace
 from envscope.errors import ConfigFileError, ConfigurationError
-from envscope.pipeline.stages import FORCE_PREFIX
 from envscope.policy._declarations import Origin, OriginKind
 from envscope.policy.surfaces import Surface
 
@@ -43,8 +48,10 @@ if TYPE_CHECKING:
     from mcp.client.stdio import StdioServerParameters
 
     from envscope.host import Host
+    from envscope.pipeline.secret_rule import SecretRule
 
 __all__ = [
+    "McpFormat",
     "McpServerConfig",
     "load_server_parameters",
     "read_server_config",
@@ -54,8 +61,6 @@ __all__ = [
 
 SdkDefaults = Literal["refuse", "allow"]
 LOGGER = "envscope.mcp"
-_REFERENCE = re.compile(r"\$\{([^}]*)\}")
-_MAX_CONFIG_BYTES = 1024 * 1024
 _SDK_ORIGIN = Origin(OriginKind.SURFACE, "MCP SDK get_default_environment()")
 
 
@@ -176,142 +181,98 @@ def _arguments(args: object, field: str) -> list[str]:
     return list(args)
 
 
-@dataclass(frozen=True, slots=True)
-class McpServerConfig:
-    """One stdio server of an MCP client config file (``env`` already interpolated)."""
-
-    name: str
-    command: str
-    args: tuple[str, ...]
-    env: Mapping[str, str]
-    cwd: str | None
-    path: str
-    top: str = "mcpServers"  # the key the servers live under in the file
-
-    def __repr__(self) -> str:
-        keys = sorted(self.env)  # the env block's names, never its values
-        return f"McpServerConfig(name={self.name!r}, command={self.command!r}, env_keys={keys!r})"
-
-
 def _read(path: str) -> Any:
-    """The parsed document of a JSON (``.json``) or YAML (anything else) config file.
+    """The parsed document of a config file: TOML (``.toml``), JSON (``.json``) or YAML.
 
     Read through envscope's one non-blocking reader with its size limit; YAML
     through the one YAML reader (duplicates, depth and size refused, like a
-    manifest); JSON with duplicate keys and deep nesting refused too.
+    manifest); JSON with comments and trailing commas allowed (VS Code writes
+    JSONC) and duplicate keys and deep nesting refused; TOML with ``tomllib``.
     """
     from envscope.files._trusted_file import read_file
 
-    data = read_file(path, max_bytes=_MAX_CONFIG_BYTES, error=ConfigFileError, what="MCP config")
+    data = read_file(path, max_bytes=MAX_CONFIG_BYTES, error=ConfigFileError, what="MCP config")
+    if path.endswith(".toml"):
+        return _read_toml(data, path)
     if not path.endswith(".json"):
         from envscope.files._yaml import read_document
 
         kind = "MCP config"
         return read_document(
-            data, path, error=ConfigFileError, kind=kind, max_bytes=_MAX_CONFIG_BYTES
+            data, path, error=ConfigFileError, kind=kind, max_bytes=MAX_CONFIG_BYTES
         ).root
     from envscope.files._json import decode_json
 
-    value, problem, line = decode_json(data)
+    text = _text(data, path)
+    plain = strip_jsonc(text)
+    if plain is None:
+        raise ConfigFileError(path, "not JSON: a /* comment is never closed")
+    value, problem, line = decode_json(plain.encode("utf-8"))
     if problem is not None:
         raise ConfigFileError(path, problem, line=line)
     return value
 
 
-def _field(path: str, where: str, message: str) -> ConfigFileError:
-    return ConfigFileError(path, message, field=where)
+def _text(data: bytes, path: str) -> str:
+    """UTF-8 text (a BOM allowed), or a ``ConfigFileError`` naming the line (never the text)."""
+    failure: ConfigFileError | None = None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        failure = ConfigFileError(path, f"not valid UTF-8 at byte {exc.start}", line=line)
+    raise failure
 
 
-def _interpolate(value: str, environ: Mapping[str, str], path: str, where: str) -> str:
-    """``${NAME}`` replaced by the host environ's value; an unset or invalid name is an error."""
-
-    def one(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if not valid_name(name):
-            raise _field(path, where, f"${{{name}}} is not a valid variable reference")
-        found = environ.get(name)
-        if found is None:
-            raise _field(path, where, f"${{{name}}} is not set in the host environment")
-        return found
-
-    return _REFERENCE.sub(one, value)
+_TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
 
 
-def _server(
-    name: str, doc: object, environ: Mapping[str, str], path: str, top: str
-) -> McpServerConfig | None:
-    """One server entry, checked; ``None`` for an HTTP server or a disabled one."""
-    where = f"{top}.{name}"
-    if not isinstance(doc, Mapping):
-        raise _field(path, where, "must be a mapping")
-    for flag in ("disabled", "enabled"):
-        if flag in doc and not isinstance(doc[flag], bool):
-            raise _field(path, f"{where}.{flag}", "must be true or false")
-    if doc.get("disabled") is True or doc.get("enabled") is False:
-        return None
-    command = doc.get("command")
-    if command is None and "url" in doc:
-        return None  # an HTTP transport: not a stdio server
-    if not isinstance(command, str) or not command:
-        raise _field(path, f"{where}.command", "must be a non-empty string")
-    raw_args = doc.get("args", [])
-    if not isinstance(raw_args, list) or not all(isinstance(a, str) for a in raw_args):
-        raise _field(path, f"{where}.args", "must be a list of strings")
-    raw_env = doc.get("env")
-    raw_env = {} if raw_env is None else raw_env
-    if not isinstance(raw_env, Mapping):
-        raise _field(path, f"{where}.env", "must be a mapping of names to values")
-    env: dict[str, str] = {}
-    for key, value in raw_env.items():
-        at = f"{where}.env.{key}"
-        if not isinstance(key, str) or not valid_name(key):
-            shown = repr(key.partition("=")[0]) if isinstance(key, str) else type(key).__name__
-            raise _field(path, f"{where}.env", f"{shown} is not a valid environment name")
-        if key.upper().startswith(FORCE_PREFIX):
-            raise _field(path, at, f"an env block may not carry the force prefix {FORCE_PREFIX}")
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise _field(path, at, f"must be a string or a number, not {type(value).__name__}")
-        env[key] = _interpolate(str(value), environ, path, at)
-    cwd = doc.get("cwd")
-    if cwd is not None and not isinstance(cwd, str):
-        raise _field(path, f"{where}.cwd", "must be a string")
-    return McpServerConfig(name, command, tuple(raw_args), env, cwd, path, top)
+def _tomllib() -> ModuleType:
+    """``tomllib`` (Python 3.11+), or a ``ConfigurationError`` saying what reading TOML needs."""
+    try:
+        import tomllib  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # Python 3.10
+        raise ConfigurationError(
+            "reading a TOML MCP config (Codex's config.toml) needs Python 3.11 or later"
+        ) from None
+    module: ModuleType = tomllib
+    return module
+
+
+def _read_toml(data: bytes, path: str) -> Any:
+    """A TOML document (Codex's config.toml) through ``tomllib``; errors name the line."""
+    toml = _tomllib()
+    text = _text(data, path)
+    failure: ConfigFileError | None = None
+    try:
+        return toml.loads(text)
+    except toml.TOMLDecodeError as exc:  # its message names line and column, not the text
+        found = _TOML_LINE.search(str(exc))
+        failure = ConfigFileError(path, "not TOML", line=int(found[1]) if found else None)
+    except RecursionError:
+        failure = ConfigFileError(path, "not TOML: nested too deeply")
+    raise failure
 
 
 def read_server_config(
-    path: str | os.PathLike[str], environ: Mapping[str, str]
+    path: str | os.PathLike[str],
+    environ: Mapping[str, str],
+    *,
+    workspace: str | os.PathLike[str] | None = None,
 ) -> dict[str, McpServerConfig]:
-    """The stdio servers of an MCP client config file, by name (``${NAME}`` from ``environ``).
+    """The stdio servers of an MCP client config file, by name, references read from ``environ``.
 
-    The servers live under ``mcpServers`` (the MCP clients' JSON) or
-    ``mcp_servers`` (agent-host YAML). An entry with a ``url`` and no
-    ``command`` (an HTTP server), ``disabled: true`` or ``enabled: false``
-    is left out. Errors are ``ConfigFileError`` naming the file and field.
+    The format is detected from the document (docs/mcp.md has the table):
+    VS Code ``servers``, ``mcpServers`` (Claude Code, Cursor in ``.cursor/``),
+    Codex TOML ``mcp_servers``, goose ``extensions``, agent-host YAML
+    ``mcp_servers``. HTTP/SSE servers and disabled ones are left out.
+    ``workspace`` is VS Code's ``${workspaceFolder}`` (default: the folder
+    holding the config's ``.vscode``/``.cursor`` directory). Errors are
+    ``ConfigFileError`` naming the file and the field.
     """
     where = os.fspath(path)
-    doc = _read(where)
-    if not isinstance(doc, Mapping):
-        raise ConfigFileError(where, "must be a mapping with mcpServers (or mcp_servers)")
-    tops = [key for key in ("mcpServers", "mcp_servers") if key in doc]
-    if len(tops) != 1:
-        raise ConfigFileError(where, "must hold exactly one of mcpServers and mcp_servers")
-    top = tops[0]
-    servers = doc[top]
-    if servers is None:
-        return {}
-    if not isinstance(servers, Mapping):
-        raise _field(where, top, "must be a mapping of server names to servers")
-    out: dict[str, McpServerConfig] = {}
-    seen: set[str] = set()
-    for name, entry in servers.items():
-        label = str(name)
-        if label in seen:
-            raise _field(where, f"{top}.{label}", "two servers share this name")
-        seen.add(label)
-        server = _server(label, entry, environ, where, top)
-        if server is not None:
-            out[server.name] = server
-    return out
+    folder = None if workspace is None else os.fspath(workspace)
+    return read_config(where, _read(where), environ, workspace=folder)
 
 
 def load_server_parameters(
@@ -323,6 +284,7 @@ def load_server_parameters(
     sdk_defaults: SdkDefaults = "refuse",
     trace: Trace | None = None,
     lenient: bool = False,
+    workspace: str | os.PathLike[str] | None = None,
 ) -> dict[str, StdioServerParameters]:
     """``StdioServerParameters`` per stdio server of a config file, built for the bound home.
 
@@ -334,16 +296,20 @@ def load_server_parameters(
     profile's value. A block entry the build refuses (it holds a host secret
     and is not granted, it is an injection vector, an exported shell function)
     is a ``ConfigFileError`` naming the file, the server and the key; with
-    ``lenient=True`` it is logged (logger ``envscope.mcp``) and left out.
+    ``lenient=True`` it is logged (logger ``envscope.mcp``) and left out. A
+    command, argument or cwd that holds such a secret is always an error
+    (argv is readable by every local user; an env entry can be granted).
     """
     grants = {} if grants is None else grants
     where = os.fspath(path)
-    servers = read_server_config(where, host.parent_env())
+    servers = read_server_config(where, host.parent_env(), workspace=workspace)
     unknown = sorted(set(grants) - set(servers))
     if unknown:
         raise ConfigurationError(f"grants: no stdio server named {', '.join(unknown)}")
+    rule = host.secret_rule(surface=Surface.MCP)
     out: dict[str, StdioServerParameters] = {}
     for name, server in servers.items():
+        _check_argv(rule, server)
         record = Trace() if trace is None else trace
         start = len(record)
         params = stdio_server_parameters(
@@ -360,6 +326,22 @@ def load_server_parameters(
         _check_refusals(list(record)[start:], server, lenient=lenient)
         out[name] = params
     return out
+
+
+def _check_argv(rule: SecretRule, server: McpServerConfig) -> None:
+    """A command, argument or cwd holding a secret this child may not get: an error."""
+    values = [(server.command_field, server.command)]
+    values += [(f"{server.where}.args[{i}]", arg) for i, arg in enumerate(server.args)]
+    if server.cwd is not None:
+        values.append((f"{server.where}.cwd", server.cwd))
+    for (field, _), match in zip(values, rule.find_in(values), strict=True):
+        if match is not None:
+            raise ConfigFileError(
+                server.path,
+                f"refused: holds the value of {rule.public(match)}; a command line is readable "
+                "by every local user: pass the secret in the env block and grant it there",
+                field=field,
+            )
 
 
 _REFUSING_STAGES = frozenset({Stage.EXTRA, Stage.SANITIZE})
@@ -380,7 +362,9 @@ def _check_refusals(
                 "refused: the value holds a secret the host holds; grant the key to this "
                 "server to pass it (load_server_parameters(grants=...))"
             )
-        field = f"{server.top}.{server.name}.env.{key}"
+        field = server.field_of(key)
+        if not field.endswith(f".{key}"):  # a forwarded name (env_vars[0]): say which
+            message = f"{key} {message}"
         if not lenient:
             raise ConfigFileError(server.path, message, field=field)
         logging.getLogger(LOGGER).warning("%s: %s: %s (left out)", server.path, field, message)

@@ -188,7 +188,8 @@ def _srv(**entry: object) -> dict[str, object]:
     ("doc", "field", "message"),
     [
         ([], None, "mapping"),
-        ({"servers": {}}, None, "exactly one"),
+        ({"tools": {}}, None, "exactly one"),
+        ({"servers": {}, "mcpServers": {}}, None, "exactly one"),
         ({"mcpServers": {}, "mcp_servers": {}}, None, "exactly one"),
         ({"mcpServers": []}, "mcpServers", "mapping"),
         ({"mcpServers": {"s": "npx"}}, "mcpServers.s", "mapping"),
@@ -218,7 +219,7 @@ def test_config_loader_errors_name_the_file_and_field(
 @pytest.mark.parametrize(
     ("name", "text", "line"),
     [("bad.json", '{"mcpServers":\n  {,}}', 2), ("bad.yaml", "mcpServers:\n  - [\n", 3),
-     ("bad.json", b"{\"a\": \"\xff\"}", None), ("absent.json", None, None)],
+     ("bad.json", b"{\"a\": \"\xff\"}", 1), ("absent.json", None, None)],
     ids=["json", "yaml", "not-utf8", "missing"],
 )  # fmt: skip
 def test_config_loader_unreadable_files(

@@ -1,0 +1,524 @@
+"""The MCP client config formats people already have: one reader per format.
+
+Each reader (``read_vscode``, ``read_mcp_servers`` for Claude Code, Cursor and
+agent-host YAML, ``read_codex``, ``read_goose``) takes the parsed document and
+returns the same ``McpServerConfig`` records, stdio servers only; ``read_config``
+detects the format from the top key and, where that is shared, the file name
+(docs/mcp.md has the table). One interpolation function per syntax
+(``expand_vscode``, ``expand_shell_default``, ``expand_braces``; Codex and goose
+have none) resolves ``command``, ``args``, ``cwd`` and the env against the
+mapping it is given (the loader passes ``Host.parent_env()``); an unset name is
+an error. Errors are ``ConfigFileError`` naming the file and the field path in
+that format (``servers.github.env.TOKEN``), never a value.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from envscope._inputs import valid_name
+from envscope.errors import ConfigFileError, DotenvError
+from envscope.pipeline.stages import FORCE_PREFIX
+
+__all__ = [
+    "McpFormat",
+    "McpServerConfig",
+    "expand_braces",
+    "expand_shell_default",
+    "expand_vscode",
+    "read_config",
+    "strip_jsonc",
+]
+
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
+class McpFormat(enum.Enum):
+    """An MCP client config format (the value names it in messages and docs)."""
+
+    VSCODE = "VS Code mcp.json (servers)"
+    CLAUDE = "mcpServers (Claude Code .mcp.json)"
+    CURSOR = "Cursor .cursor/mcp.json (mcpServers)"
+    CODEX = "Codex config.toml (mcp_servers)"
+    GOOSE = "goose config.yaml (extensions)"
+    AGENT = "agent-host YAML (mcp_servers)"
+
+
+@dataclass(frozen=True, slots=True)
+class McpServerConfig:
+    """One stdio server of an MCP client config file (its env already resolved).
+
+    ``where`` is the server's field path in its format (``servers.github``),
+    ``env_fields`` the field path each env key came from (the env block, an
+    ``envFile``, ``env_vars``/``env_keys``), ``command_field`` that of the command.
+    """
+
+    name: str
+    command: str
+    args: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: str | None
+    path: str
+    top: str = "mcpServers"  # the key the servers live under in the file
+    format: McpFormat = McpFormat.CLAUDE
+    env_fields: Mapping[str, str] = field(default_factory=dict)
+    command_field: str = ""
+
+    def __repr__(self) -> str:
+        keys = sorted(self.env)  # the env block's names, never its values
+        return f"McpServerConfig(name={self.name!r}, command={self.command!r}, env_keys={keys!r})"
+
+    @property
+    def where(self) -> str:
+        """The server's field path in its file (``extensions.github``)."""
+        return f"{self.top}.{self.name}"
+
+    def field_of(self, key: str) -> str:
+        """The field path an env key came from (``servers.github.envFile.TOKEN``)."""
+        return self.env_fields.get(key, f"{self.where}.env.{key}")
+
+
+@dataclass(frozen=True, slots=True)
+class _At:
+    """Where a value is: the config file and the field path (for errors)."""
+
+    path: str
+    field: str
+
+    def error(self, message: str) -> ConfigFileError:
+        return ConfigFileError(self.path, message, field=self.field)
+
+    def child(self, name: str) -> _At:
+        return _At(self.path, f"{self.field}.{name}")
+
+
+Expand = Callable[[str, Mapping[str, str], _At], str]
+
+
+# -- interpolation: one function per syntax ---------------------------------------
+
+
+def _references(value: str) -> list[tuple[int, int, str]]:
+    """``(start, end, inner)`` of each ``${inner}`` left to right, in linear time.
+
+    An inner text runs to the first ``}``; past the last ``}`` nothing is a
+    reference (so a value of many unclosed ``${`` is scanned once).
+    """
+    found = []
+    start = value.find("${")
+    while start != -1:
+        close = value.find("}", start + 2)
+        if close == -1:
+            break
+        found.append((start, close + 1, value[start + 2 : close]))
+        start = value.find("${", close + 1)
+    return found
+
+
+def _substitute(value: str, at: _At, resolve: Callable[[str], str]) -> str:
+    if "${" not in value:
+        return value
+    out: list[str] = []
+    cursor = 0
+    for start, end, inner in _references(value):
+        out.append(value[cursor:start])
+        out.append(resolve(inner))
+        cursor = end
+    out.append(value[cursor:])
+    return "".join(out)
+
+
+def _lookup(name: str, environ: Mapping[str, str], at: _At, shown: str) -> str:
+    if not valid_name(name):
+        raise at.error(f"{shown} is not a valid variable reference")
+    found = environ.get(name)
+    if found is None:
+        raise at.error(f"{shown} is not set in the host environment")
+    return found
+
+
+def expand_braces(value: str, environ: Mapping[str, str], at: _At) -> str:
+    """Agent-host YAML: ``${NAME}`` is ``environ[NAME]``; unset or invalid is an error."""
+    return _substitute(value, at, lambda inner: _lookup(inner, environ, at, f"${{{inner}}}"))
+
+
+def expand_shell_default(value: str, environ: Mapping[str, str], at: _At) -> str:
+    """Claude Code: ``${NAME}``, and ``${NAME:-default}`` (the default when unset or empty)."""
+
+    def one(inner: str) -> str:
+        name, sep, default = inner.partition(":-")
+        if sep:
+            if not valid_name(name) or ":" in name:
+                raise at.error(f"${{{name}:-…}} is not a valid variable reference")
+            return environ.get(name) or default
+        if ":" in name:
+            raise at.error(f"${{{name}}} is not a valid variable reference")
+        return _lookup(name, environ, at, f"${{{name}}}")
+
+    return _substitute(value, at, one)
+
+
+def expand_vscode(value: str, environ: Mapping[str, str], at: _At, *, workspace: str | None) -> str:
+    """VS Code and Cursor: ``${env:NAME}``, ``${workspaceFolder}``, ``${userHome}`` (``HOME``),
+    ``${pathSeparator}`` (``${/}``); ``${input:ID}`` is an error.
+
+    A prompted input (``${input:ID}``) and the editor's other variables
+    (``${config:…}``, ``${command:…}``) exist only inside the editor: a host
+    cannot resolve them, so each is an error naming the field.
+    """
+
+    def one(inner: str) -> str:
+        kind, sep, name = inner.partition(":")
+        if sep and kind == "env":
+            return _lookup(name, environ, at, f"${{env:{name}}}")
+        if sep and kind == "input":
+            raise at.error(
+                f"${{input:{name}}} is prompted by the editor and cannot be resolved by a "
+                "host; put the value (or ${env:NAME}) in the config"
+            )
+        if not sep and inner == "userHome":
+            return _lookup("HOME", environ, at, "${userHome} (HOME)")
+        if not sep and inner in ("pathSeparator", "/"):
+            return os.sep
+        if not sep and inner == "workspaceFolder":
+            if workspace is None:
+                raise at.error(
+                    "${workspaceFolder} is unknown: the config is not in a .vscode or .cursor "
+                    "directory (pass workspace=...)"
+                )
+            return workspace
+        raise at.error(f"${{{inner}}} cannot be resolved outside the editor")
+
+    return _substitute(value, at, one)
+
+
+# -- JSON with comments --------------------------------------------------------------
+
+
+def strip_jsonc(text: str) -> str | None:
+    """JSON text with ``//`` and ``/* */`` comments and trailing commas blanked, in one pass.
+
+    VS Code writes its ``mcp.json`` as JSON with comments. Every removed
+    character becomes a blank (line ends stay), so the JSON parser's line
+    numbers are the file's. ``None`` for an unterminated block comment.
+    """
+    out = list(text)
+    in_string = False
+    pending = -1  # the index of a comma that may be trailing (one that follows a value)
+    last = ""  # the last significant character outside strings and comments
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if in_string:
+            if ch == "\\":
+                i += 2
+                continue
+            in_string = ch != '"'
+        elif ch == "/" and text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end == -1 else end
+            out[i:end] = " " * (end - i)
+            i = end
+            continue
+        elif ch == "/" and text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end == -1:
+                return None
+            for j in range(i, end + 2):
+                if out[j] not in "\r\n":
+                    out[j] = " "
+            i = end + 2
+            continue
+        elif ch == ",":
+            pending = i if last not in ("", "{", "[", ",") else -1
+            last = ch
+        elif not ch.isspace():
+            if ch in "}]" and pending != -1:
+                out[pending] = " "
+            pending = -1
+            in_string = ch == '"'
+            last = ch
+        i += 1
+    return "".join(out)
+
+
+# -- shared field checks -------------------------------------------------------------
+
+
+def _mapping(doc: object, at: _At, what: str) -> Mapping[str, Any]:
+    if not isinstance(doc, Mapping):
+        raise at.error(f"must be {what}")
+    return doc
+
+
+def _optional_string(doc: Mapping[str, Any], key: str, at: _At) -> str | None:
+    value = doc.get(key)
+    if value is not None and not isinstance(value, str):
+        raise at.child(key).error("must be a string")
+    return value
+
+
+def _names(doc: Mapping[str, Any], key: str, at: _At) -> list[str]:
+    """A list of variable names (Codex ``env_vars``, goose ``env_keys``)."""
+    raw = doc.get(key)
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(n, str) and valid_name(n) for n in raw):
+        raise at.child(key).error("must be a list of environment names")
+    return raw
+
+
+def _flags(doc: Mapping[str, Any], at: _At) -> bool:
+    """False when the entry is switched off (``disabled: true``, ``enabled: false``)."""
+    for flag in ("disabled", "enabled"):
+        if flag in doc and not isinstance(doc[flag], bool):
+            raise at.child(flag).error("must be true or false")
+    return not (doc.get("disabled") is True or doc.get("enabled") is False)
+
+
+def _env_key(key: object, at: _At) -> str:
+    if not isinstance(key, str) or not valid_name(key):
+        shown = repr(key.partition("=")[0]) if isinstance(key, str) else type(key).__name__
+        raise at.error(f"{shown} is not a valid environment name")
+    if key.upper().startswith(FORCE_PREFIX):
+        raise at.child(key).error(f"an env block may not carry the force prefix {FORCE_PREFIX}")
+    return key
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """What a reader needs besides the document: the file, the environ, the syntax."""
+
+    path: str
+    environ: Mapping[str, str]
+    expand: Expand | None  # None: the format has no interpolation
+
+    def resolve(self, value: str, at: _At) -> str:
+        return value if self.expand is None else self.expand(value, self.environ, at)
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """The field names of one format's stdio entry."""
+
+    fmt: McpFormat
+    top: str
+    command: str = "command"
+    env: str = "env"
+    forwarded: str | None = None  # a list of names read from the parent env (unset: an error)
+    env_file: bool = False
+
+
+def _stdio_entry(name: str, doc: Mapping[str, Any], shape: _Shape, r: _Reading) -> McpServerConfig:
+    """One stdio entry of any format, checked and resolved."""
+    at = _At(r.path, f"{shape.top}.{name}")
+    command = doc.get(shape.command)
+    if not isinstance(command, str) or not command:
+        raise at.child(shape.command).error("must be a non-empty string")
+    command = r.resolve(command, at.child(shape.command))
+    raw_args = doc.get("args", [])
+    if not isinstance(raw_args, list) or not all(isinstance(a, str) for a in raw_args):
+        raise at.child("args").error("must be a list of strings")
+    args = tuple(r.resolve(a, _At(r.path, f"{at.field}.args[{i}]")) for i, a in enumerate(raw_args))
+    cwd = _optional_string(doc, "cwd", at)
+    cwd = None if cwd is None else r.resolve(cwd, at.child("cwd"))
+    env: dict[str, str] = {}
+    fields: dict[str, str] = {}
+    if shape.env_file:
+        env_file = _optional_string(doc, "envFile", at)
+        if env_file is not None:
+            loaded = _read_env_file(r.resolve(env_file, at.child("envFile")), r, at)
+            for key, value in loaded.items():
+                env[_env_key(key, at.child("envFile"))] = value
+                fields[key] = f"{at.field}.envFile.{key}"
+    if shape.forwarded is not None:
+        for i, key in enumerate(_names(doc, shape.forwarded, at)):
+            where = _At(r.path, f"{at.field}.{shape.forwarded}[{i}]")
+            if key.upper().startswith(FORCE_PREFIX):
+                raise where.error(f"{key}: an env block may not carry the force prefix")
+            if key not in r.environ:
+                raise where.error(f"{key} is not set in the host environment")
+            env[key] = r.environ[key]
+            fields[key] = where.field
+    raw_env = doc.get(shape.env)
+    block = _mapping({} if raw_env is None else raw_env, at.child(shape.env), "a mapping")
+    for key, value in block.items():
+        here = at.child(shape.env)
+        key = _env_key(key, here)
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise here.child(key).error(f"must be a string or a number, not {type(value).__name__}")
+        env[key] = r.resolve(str(value), here.child(key))  # the block wins over envFile
+        fields[key] = here.child(key).field
+    return McpServerConfig(
+        name, command, args, env, cwd, r.path, shape.top, shape.fmt,
+        MappingProxyType(fields), at.child(shape.command).field,
+    )  # fmt: skip
+
+
+def _read_env_file(where: str, r: _Reading, at: _At) -> dict[str, str]:
+    """An ``envFile`` through envscope's one dotenv reader, relative to the config's directory."""
+    from envscope.files._dotenv import read_dotenv
+
+    target = os.path.join(os.path.dirname(os.path.abspath(r.path)), os.path.expanduser(where))
+    failure: ConfigFileError | None = None
+    try:
+        return read_dotenv(target, environ=r.environ, missing_ok=False)
+    except DotenvError as exc:  # names the dotenv file and line, never a value
+        failure = at.child("envFile").error(str(exc))
+    raise failure
+
+
+_Entry = tuple[str, Mapping[str, Any], _At]
+
+
+def _servers(doc: Mapping[str, Any], top: str, path: str) -> list[_Entry]:
+    """``(name, entry, where)`` under ``top``, named as text (names that collide: an error)."""
+    servers = doc[top]
+    if servers is None:
+        return []
+    entries = _mapping(servers, _At(path, top), "a mapping of server names to servers")
+    out: list[_Entry] = []
+    seen: set[str] = set()
+    for name, entry in entries.items():
+        at = _At(path, f"{top}.{name}")
+        if str(name) in seen:
+            raise at.error("two servers share this name")
+        seen.add(str(name))
+        out.append((str(name), _mapping(entry, at, "a mapping"), at))
+    return out
+
+
+_NOT_STDIO = frozenset({"http", "sse", "streamable-http", "streamable_http", "streamableHttp"})
+
+
+def _stdio(doc: Mapping[str, Any], at: _At, *, typed: bool = True) -> bool:
+    """True for a stdio entry that is on; False for HTTP/SSE or off (left out); else an error.
+
+    ``typed``: the format has a ``type`` field (Codex has none).
+    """
+    if not _flags(doc, at):
+        return False
+    kind = doc.get("type") if typed else None
+    if kind is None:
+        return not ("command" not in doc and "url" in doc)
+    if kind == "stdio":
+        return True
+    if isinstance(kind, str) and kind in _NOT_STDIO:
+        return False
+    raise at.child("type").error("must be stdio, http or sse")
+
+
+# -- one reader per format -----------------------------------------------------------
+
+
+def read_mcp_servers(doc: Mapping[str, Any], r: _Reading, fmt: McpFormat) -> list[McpServerConfig]:
+    """``mcpServers`` (Claude Code, Cursor, MCP clients' JSON) or agent-host ``mcp_servers``."""
+    top = "mcp_servers" if fmt is McpFormat.AGENT else "mcpServers"
+    shape = _Shape(fmt, top, env_file=fmt is McpFormat.CURSOR)
+    entries = _servers(doc, top, r.path)
+    return [_stdio_entry(n, e, shape, r) for n, e, at in entries if _stdio(e, at)]
+
+
+def read_vscode(doc: Mapping[str, Any], r: _Reading) -> list[McpServerConfig]:
+    """VS Code ``servers``: ``type: stdio`` entries (``http``/``sse`` are left out)."""
+    shape = _Shape(McpFormat.VSCODE, "servers", env_file=True)
+    inputs = doc.get("inputs")
+    if inputs is not None and not isinstance(inputs, list):
+        raise _At(r.path, "inputs").error("must be a list")
+    entries = _servers(doc, "servers", r.path)
+    return [_stdio_entry(n, e, shape, r) for n, e, at in entries if _stdio(e, at)]
+
+
+def read_codex(doc: Mapping[str, Any], r: _Reading) -> list[McpServerConfig]:
+    """Codex ``[mcp_servers.NAME]``; an entry with a ``url`` is streamable HTTP (left out)."""
+    shape = _Shape(McpFormat.CODEX, "mcp_servers", forwarded="env_vars")
+    entries = _servers(doc, "mcp_servers", r.path)
+    return [_stdio_entry(n, e, shape, r) for n, e, at in entries if _stdio(e, at, typed=False)]
+
+
+_GOOSE_NOT_STDIO = frozenset(
+    {"builtin", "platform", "sse", "streamable_http", "frontend", "inline_python"}
+)
+
+
+def read_goose(doc: Mapping[str, Any], r: _Reading) -> list[McpServerConfig]:
+    """goose ``extensions``: ``type: stdio`` entries; builtin, platform, HTTP ones left out."""
+    shape = _Shape(McpFormat.GOOSE, "extensions", command="cmd", env="envs", forwarded="env_keys")
+    out = []
+    for name, entry, at in _servers(doc, "extensions", r.path):
+        kind = entry.get("type")
+        if not isinstance(kind, str) or (kind != "stdio" and kind not in _GOOSE_NOT_STDIO):
+            raise at.child("type").error("must be stdio, builtin, platform, sse, … (goose's types)")
+        if _flags(entry, at) and kind == "stdio":
+            out.append(_stdio_entry(name, entry, shape, r))
+    return out
+
+
+# -- detection -----------------------------------------------------------------------
+
+_TOPS = ("servers", "mcpServers", "mcp_servers", "extensions")
+
+
+def _workspace(path: str) -> str | None:
+    """``${workspaceFolder}``: the folder holding the config's ``.vscode``/``.cursor`` directory."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.basename(folder) in (".vscode", ".cursor"):
+        return os.path.dirname(folder)
+    return None
+
+
+def detect(path: str, doc: Mapping[str, Any]) -> McpFormat:
+    """The format of a parsed document: its top key, and the file name where that is shared."""
+    if path.endswith(".toml"):
+        return McpFormat.CODEX
+    tops = [key for key in _TOPS if key in doc]
+    if len(tops) != 1:
+        raise ConfigFileError(
+            path, "must hold exactly one of servers, mcpServers, mcp_servers and extensions"
+        )
+    top = tops[0]
+    if top == "servers":
+        return McpFormat.VSCODE
+    if top == "extensions":
+        return McpFormat.GOOSE
+    if top == "mcp_servers":
+        return McpFormat.AGENT
+    in_cursor = os.path.basename(os.path.dirname(os.path.abspath(path))) == ".cursor"
+    return McpFormat.CURSOR if in_cursor else McpFormat.CLAUDE
+
+
+def read_config(
+    path: str, doc: object, environ: Mapping[str, str], *, workspace: str | None = None
+) -> dict[str, McpServerConfig]:
+    """The stdio servers of a parsed config document, by name, in its detected format."""
+    if not isinstance(doc, Mapping):
+        raise ConfigFileError(path, "must be a mapping with mcpServers (or another servers key)")
+    fmt = detect(path, doc)
+    folder = _workspace(path) if workspace is None else os.fspath(workspace)
+
+    def vscode(value: str, env: Mapping[str, str], at: _At) -> str:
+        return expand_vscode(value, env, at, workspace=folder)
+
+    syntax: dict[McpFormat, Expand | None] = {
+        McpFormat.VSCODE: vscode,
+        McpFormat.CURSOR: vscode,
+        McpFormat.CLAUDE: expand_shell_default,
+        McpFormat.AGENT: expand_braces,
+        McpFormat.CODEX: None,
+        McpFormat.GOOSE: None,
+    }
+    reading = _Reading(path, environ, syntax[fmt])
+    if fmt is McpFormat.VSCODE:
+        servers = read_vscode(doc, reading)
+    elif fmt is McpFormat.CODEX:
+        servers = [] if "mcp_servers" not in doc else read_codex(doc, reading)
+    elif fmt is McpFormat.GOOSE:
+        servers = read_goose(doc, reading)
+    else:
+        servers = read_mcp_servers(doc, reading, fmt)
+    return {server.name: server for server in servers}
