@@ -528,3 +528,22 @@ def test_the_force_prefix_never_hands_a_routed_child_a_launch_credential(
             surface=surface, extra={"_ENVSCOPE_FORCE_OPENAI_API_KEY": "b-chosen-key-000"}
         )
         assert own["OPENAI_API_KEY"] == "b-chosen-key-000"
+
+
+@pytest.mark.parametrize("surface", list(Surface))
+@pytest.mark.parametrize("name", ["NODE_OPTIONS", "LD_PRELOAD", "PYTHONSTARTUP"])
+def test_a_launch_secret_sources_injection_vector_reaches_no_child(
+    make_host: HostFactory, homes: dict[str, Path], surface: Surface, name: str
+) -> None:
+    """A vector a launch secret source put into the process env was introduced: refused; the
+    same name the launch process inherited (the source skipped it) is kept."""
+    source = StaticSource("vault", {"*": {name: "--require /tmp/x.js"}})
+    introduced = make_host({"PATH": "/b"})
+    introduced.add_secret_source(source)
+    introduced.load_launch_env()
+    assert name not in introduced.build_subprocess_env(surface=surface)
+    inherited = make_host({"PATH": "/b", name: "/opt/launch-own"})
+    inherited.add_secret_source(source)
+    inherited.load_launch_env()
+    env = inherited.build_subprocess_env(surface=surface)
+    assert env.get(name) == "/opt/launch-own"  # a supplied name reaches MCP children too (S43)
