@@ -27,7 +27,7 @@ from envscope._inputs import (
     valid_name,
 )
 from envscope._launch import LaunchState
-from envscope.audit.trace import Trace
+from envscope.audit.trace import NULL_TRACE, Trace
 from envscope.errors import ConfigurationError, RoutingError
 from envscope.pipeline import stages
 from envscope.pipeline._binding import Binding, HomeShare
@@ -414,7 +414,7 @@ class Host:
         process = snapshot_env(self._environ, "environ")
         snapshot = process if base is None else snapshot_env(base)
         if not scrub:
-            return unscrubbed({**snapshot, **extras}, trace)
+            return unscrubbed({**snapshot, **extras}, NULL_TRACE if trace is None else trace)
         request = self._request(
             snapshot, None if base is None else process, extras, surface=surface,
             inherit_credentials=inherit_credentials, strip_launch_profile=strip_launch_profile,
@@ -422,7 +422,8 @@ class Host:
         )  # fmt: skip
         binding = request.binding
         memo = self._memo if binding is None else binding.memo
-        child = build(request, None if binding is None and request.routed else memo, trace)
+        memo_of = None if binding is None and request.routed else memo
+        child = build(request, memo_of, NULL_TRACE if trace is None else trace)
         self._admit(request, child)  # the guard learns what this build handed over as given
         return child
 

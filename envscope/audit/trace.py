@@ -22,8 +22,10 @@ if TYPE_CHECKING:
 _set = object.__setattr__
 
 __all__ = [
+    "NULL_TRACE",
     "Action",
     "Decision",
+    "NullTrace",
     "Reason",
     "Recording",
     "Stage",
@@ -123,6 +125,8 @@ class Trace:
     """
 
     __slots__ = ("_decisions", "_fingerprint", "_last", "_rows", "context")
+
+    enabled = True  # a trace that records (NullTrace: one that does not)
 
     def __init__(self, fingerprint: Callable[[str, str], str] | None = None) -> None:
         self._rows: list[_Row] = []
@@ -238,3 +242,33 @@ class Trace:
             f"{', '.join(parts)}; "
             "run `envscope explain` for details"
         )
+
+
+class NullTrace(Trace):
+    """The trace of an untraced build: every ``record`` is a no-op (``enabled`` is False).
+
+    Stages record unconditionally; an untraced build hands them ``NULL_TRACE``
+    instead of branching on ``None`` at every decision.
+    """
+
+    __slots__ = ()
+
+    enabled = False
+
+    def record(
+        self,
+        key: str,
+        action: Action,
+        stage: Stage,
+        reason: Reason,
+        origin: Origin | None = None,
+        note: str | None = None,
+        *,
+        value: str | None = None,
+    ) -> None:
+        """Record nothing."""
+        del key, action, stage, reason, origin, note, value
+
+
+NULL_TRACE = NullTrace()
+"""The one trace that records nothing (a build without ``trace=`` uses it)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from envscope.audit.trace import Action, Reason, Stage
+from envscope.audit.trace import NULL_TRACE, Action, Reason, Stage
 from envscope.errors import ConfigurationError, PassthroughRefusedError
 from envscope.pipeline.secret_rule import Grade
 from envscope.pipeline.stages import (
@@ -78,7 +78,7 @@ class SanitizeOptions:
 
 
 def sanitize(
-    entries: Entries, options: SanitizeOptions, *, trace: Trace | None = None
+    entries: Entries, options: SanitizeOptions, *, trace: Trace = NULL_TRACE
 ) -> dict[str, str]:
     """Stage 4: allowlist, merge extras, strip tiers, passthrough, unwrap, secret values.
 
@@ -167,7 +167,7 @@ def _strip_secret_values(
     options: SanitizeOptions,
     admitted: _Admitted,
     forced: Collection[str],
-    trace: Trace | None,
+    trace: Trace,
 ) -> None:
     """Stage 4 (g): remove every key whose value is, or holds, a secret this child may not get.
 
@@ -196,20 +196,19 @@ def _strip_secret_values(
                     f"grant refused: the value holds {rule.public(match)}, a secret source's "
                     "credential (never grantable, under any key)",
                 )
-            if trace is not None:
-                reason = Reason.GRANTED
-                trace.record(key, Action.KEPT, Stage.SANITIZE, reason, CALLER_ORIGIN, value=value)
+            reason = Reason.GRANTED
+            trace.record(key, Action.KEPT, Stage.SANITIZE, reason, CALLER_ORIGIN, value=value)
             continue
         if key.upper() in forced and match.grade is Grade.CREDENTIAL:
             continue  # the caller's forced hand-over of a Tier 2 credential
         del out[idx]
-        if trace is not None and match.shape:
+        if match.shape:
             note = f"holds a {match.name} credential"
             trace.record(
                 key, Action.STRIPPED, Stage.SANITIZE, Reason.VALUE_SHAPE, match.origin, note,
                 value=value,
             )  # fmt: skip
-        elif trace is not None:  # the trace is the host's: it names the secret, never its value
+        else:  # the trace is the host's: it names the secret, never its value
             name = match.name
             note = f"{'same value as' if match.whole else 'holds the value of'} {name}"
             if idx in admitted.block:
@@ -226,18 +225,17 @@ def _strip_secret_values(
             )
 
 
-def _drop(out: Entries, indexes: Iterable[str], reason: Reason, trace: Trace | None) -> None:
+def _drop(out: Entries, indexes: Iterable[str], reason: Reason, trace: Trace) -> None:
     """Remove these indexes from ``out``, each recorded."""
     for idx in indexes:
         key, value = out.pop(idx)
-        if trace is not None:
-            trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
+        trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
 
 
 _POLICY_REJECTIONS = frozenset({Reason.NOT_INHERITED, Reason.EXCLUDED})
 
 
-def _filter_base(entries: Entries, options: SanitizeOptions, trace: Trace | None) -> Entries:
+def _filter_base(entries: Entries, options: SanitizeOptions, trace: Trace) -> Entries:
     """Stage 4 (a) and (b): the surface filter, and force-prefixed keys of the base dropped.
 
     An administrator-managed key wins over a surface policy's ``inherit`` and
@@ -254,39 +252,33 @@ def _filter_base(entries: Entries, options: SanitizeOptions, trace: Trace | None
     for idx, item in entries.items():
         up = item[0].upper()
         if introduced and up in introduced:
-            if trace is not None:
-                reason = Reason.INJECTION_VECTOR
-                trace.record(item[0], Action.STRIPPED, Stage.SANITIZE, reason, value=item[1])
+            reason = Reason.INJECTION_VECTOR
+            trace.record(item[0], Action.STRIPPED, Stage.SANITIZE, reason, value=item[1])
             continue
         if base_filter is not None:
             rejected = base_filter.reject(up)
             if rejected in _POLICY_REJECTIONS and up in managed_names:
-                if trace is not None:
-                    reason = Reason.MANAGED_KEY
-                    trace.record(item[0], Action.KEPT, Stage.SANITIZE, reason, value=item[1])
+                reason = Reason.MANAGED_KEY
+                trace.record(item[0], Action.KEPT, Stage.SANITIZE, reason, value=item[1])
                 rejected = None
             if rejected is not None:
-                if trace is not None:
-                    origin = None if rejected is Reason.NOT_ALLOWLISTED else base_filter.origin
-                    key, value = item
-                    trace.record(
-                        key, Action.STRIPPED, Stage.SANITIZE, rejected, origin, value=value
-                    )
+                origin = None if rejected is Reason.NOT_ALLOWLISTED else base_filter.origin
+                key, value = item
+                trace.record(key, Action.STRIPPED, Stage.SANITIZE, rejected, origin, value=value)
                 continue
-            if trace is not None and base_filter.included(up):
+            if base_filter.included(up):
                 origin = base_filter.origin
                 reason = Reason.INCLUDED
                 trace.record(item[0], Action.KEPT, Stage.SANITIZE, reason, origin, value=item[1])
         if is_forced(up):
-            if trace is not None:
-                reason = Reason.FORCE_PREFIX_IN_BASE
-                trace.record(item[0], Action.STRIPPED, Stage.SANITIZE, reason, value=item[1])
+            reason = Reason.FORCE_PREFIX_IN_BASE
+            trace.record(item[0], Action.STRIPPED, Stage.SANITIZE, reason, value=item[1])
             continue
         out[idx] = item
     return out
 
 
-def _merge(out: Entries, options: SanitizeOptions, trace: Trace | None) -> None:
+def _merge(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
     """Stage 4 (c): a surface policy's ``set``, the caller's (unforced) ``extra``, ``pinned``.
 
     Each layer replaces every spelling of the names it sets.
@@ -294,31 +286,28 @@ def _merge(out: Entries, options: SanitizeOptions, trace: Trace | None) -> None:
     base_filter = options.base_filter
     set_origin = None if base_filter is None else base_filter.origin
     fold = options.fold
-    record_set = record_extra = record_pinned = None
-    if trace is not None:
 
-        def record_set(key: str, value: str, replaced: bool) -> None:
-            action = Action.OVERRIDDEN if replaced else Action.ADDED
-            trace.record(key, action, Stage.EXTRA, Reason.SURFACE_SET, set_origin, value=value)
+    def record_set(key: str, value: str, replaced: bool) -> None:
+        action = Action.OVERRIDDEN if replaced else Action.ADDED
+        trace.record(key, action, Stage.EXTRA, Reason.SURFACE_SET, set_origin, value=value)
 
-        def record_extra(key: str, value: str, replaced: bool) -> None:
-            action = Action.OVERRIDDEN if replaced else Action.ADDED
-            trace.record(key, action, Stage.EXTRA, Reason.CALLER_EXTRA, CALLER_ORIGIN, value=value)
+    def record_extra(key: str, value: str, replaced: bool) -> None:
+        action = Action.OVERRIDDEN if replaced else Action.ADDED
+        trace.record(key, action, Stage.EXTRA, Reason.CALLER_EXTRA, CALLER_ORIGIN, value=value)
 
-        def record_pinned(key: str, value: str, replaced: bool) -> None:
-            del replaced
-            origin = Origin(OriginKind.SURFACE, "home")
-            trace.record(key, Action.ADDED, Stage.EXTRA, Reason.HOME_VAR, origin, value=value)
+    def record_pinned(key: str, value: str, replaced: bool) -> None:
+        del replaced
+        origin = Origin(OriginKind.SURFACE, "home")
+        trace.record(key, Action.ADDED, Stage.EXTRA, Reason.HOME_VAR, origin, value=value)
 
     if base_filter is not None:  # a platform default the policy's inherit would lose
         defaults = {
             k: v for k, v in base_filter.defaults().items() if not spellings(out, k.upper(), fold)
         }
-        if trace is not None:
-            for key, value in defaults.items():
-                note = "the Windows default (inherit none or core; Codex does the same)"
-                reason = Reason.SURFACE_SET
-                trace.record(key, Action.ADDED, Stage.EXTRA, reason, set_origin, note, value=value)
+        for key, value in defaults.items():
+            note = "the Windows default (inherit none or core; Codex does the same)"
+            reason = Reason.SURFACE_SET
+            trace.record(key, Action.ADDED, Stage.EXTRA, reason, set_origin, note, value=value)
         put_layer(out, defaults, fold)
     put_layer(out, options.surface_set, fold, record_set)
     unforced = {k: v for k, v in _extra(options, trace).items() if not is_forced(k.upper())}
@@ -326,28 +315,24 @@ def _merge(out: Entries, options: SanitizeOptions, trace: Trace | None) -> None:
     put_layer(out, options.pinned, fold, record_pinned)
 
 
-def _extra(options: SanitizeOptions, trace: Trace | None) -> Mapping[str, str]:
+def _extra(options: SanitizeOptions, trace: Trace) -> Mapping[str, str]:
     """The caller's ``extra`` without the injection vectors it may not add (refusals recorded)."""
     if options.refuse is None:
         return options.extra
     return without_refused(options.extra, options.refuse, Stage.EXTRA, trace)
 
 
-def _strip_tiers(
-    out: Entries, options: SanitizeOptions, admitted: _Admitted, trace: Trace | None
-) -> None:
+def _strip_tiers(out: Entries, options: SanitizeOptions, admitted: _Admitted, trace: Trace) -> None:
     """Stage 4 (d): Tier 1 always, Tier 2 unless credentials are inherited (the rule's word)."""
     rule = options.rule
     for idx, (key, value) in list(out.items()):
         decl = rule.denies(key, value)
         if decl is None or admitted.by_name(idx):
-            if trace is not None:
-                _record_kept(trace, rule, key, value, admitted, idx)
+            _record_kept(trace, rule, key, value, admitted, idx)
             continue
         del out[idx]
-        if trace is not None:
-            reason = Reason.TIER1 if decl.tier is Tier.TIER1 else Reason.TIER2
-            trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, decl.origin, value=value)
+        reason = Reason.TIER1 if decl.tier is Tier.TIER1 else Reason.TIER2
+        trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, decl.origin, value=value)
 
 
 def _record_kept(
@@ -365,7 +350,7 @@ def _record_kept(
         trace.record(key, Action.KEPT, Stage.SANITIZE, reason, decl.origin, value=value)
 
 
-def _resolve_passthrough(out: Entries, options: SanitizeOptions, trace: Trace | None) -> None:
+def _resolve_passthrough(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
     """Stage 4 (e): forward passthrough names from their source, never a declared one.
 
     A name that can never pass (one the rule declares, a force-prefixed name,
@@ -406,28 +391,24 @@ def _resolve_passthrough(out: Entries, options: SanitizeOptions, trace: Trace | 
         if found:
             remove_spellings(out, (up,), fold)
             for key, value in found:
-                if trace is not None:
-                    reason = Reason.PASSTHROUGH
-                    trace.record(
-                        key, Action.ADDED, Stage.SANITIZE, reason, CALLER_ORIGIN, value=value
-                    )
+                reason = Reason.PASSTHROUGH
+                trace.record(key, Action.ADDED, Stage.SANITIZE, reason, CALLER_ORIGIN, value=value)
                 out[index(key, fold)] = (key, value)
         else:
             for idx in spellings(out, up, fold):
                 key, value = out.pop(idx)
-                if trace is not None:
-                    reason = Reason.PASSTHROUGH_NOT_IN_SCOPE
-                    trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
+                reason = Reason.PASSTHROUGH_NOT_IN_SCOPE
+                trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
 
 
-def _unwrap_forced(out: Entries, options: SanitizeOptions, trace: Trace | None) -> list[str]:
+def _unwrap_forced(out: Entries, options: SanitizeOptions, trace: Trace) -> list[str]:
     """Stage 4 (f): ``_ENVSCOPE_FORCE_X`` → ``X``, never to a Tier 1 or force-prefixed name,
     nor (routed) with the launch process's own value of a declared name.
 
     Returns the upper-cased names it handed over.
     """
     handed: list[str] = []
-    for key, value in _extra(options, None).items():
+    for key, value in _extra(options, NULL_TRACE).items():
         if not is_forced(key.upper()):
             continue
         target = key[len(FORCE_PREFIX) :]
@@ -437,16 +418,14 @@ def _unwrap_forced(out: Entries, options: SanitizeOptions, trace: Trace | None) 
         decl = options.rule.declaration(up)
         launch_credential = options.rule.is_launch_credential(up, value)
         if is_forced(up) or launch_credential or (decl is not None and decl.tier is Tier.TIER1):
-            if trace is not None:
-                reason = Reason.FORCE_REFUSED
-                origin = None if decl is None else decl.origin
-                trace.record(target, Action.REFUSED, Stage.SANITIZE, reason, origin, value=value)
+            reason = Reason.FORCE_REFUSED
+            origin = None if decl is None else decl.origin
+            trace.record(target, Action.REFUSED, Stage.SANITIZE, reason, origin, value=value)
             remove_spellings(out, (up,), options.fold)
             continue
-        if trace is not None:
-            trace.record(
-                target, Action.ADDED, Stage.SANITIZE, Reason.FORCED, CALLER_ORIGIN, value=value
-            )
+        trace.record(
+            target, Action.ADDED, Stage.SANITIZE, Reason.FORCED, CALLER_ORIGIN, value=value
+        )
         remove_spellings(out, (up,), options.fold)
         out[index(target, options.fold)] = (target, value)
         handed.append(up)

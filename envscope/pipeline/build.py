@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from envscope.audit.trace import Action, Reason, Stage, Trace, keep_value
+from envscope.audit.trace import NULL_TRACE, Action, Reason, Stage, Trace, keep_value
 from envscope.pipeline import stages
 from envscope.pipeline._request import BuildRequest, BuildSettings, memo_key
 from envscope.pipeline._residue_rule import ResidueRule
@@ -41,7 +41,9 @@ __all__ = [
 ]
 
 
-def build(request: BuildRequest, memo: BuildMemo | None, trace: Trace | None) -> dict[str, str]:
+def build(
+    request: BuildRequest, memo: BuildMemo | None, trace: Trace = NULL_TRACE
+) -> dict[str, str]:
     """One child env: the memo asked, on a miss the stages run, the child remembered.
 
     ``memo`` is the owner's (a routed binding's home share, or the host's for
@@ -51,18 +53,17 @@ def build(request: BuildRequest, memo: BuildMemo | None, trace: Trace | None) ->
     """
     if memo is None:
         return run_build(request, trace)
-    key = memo_key(request, traced=trace is not None)
+    key = memo_key(request, traced=trace.enabled)
     hit = memo.get(*key)
     if hit is not None:
         child, recording = hit
-        if trace is not None and recording is not None:
+        if recording is not None:  # a traced build's own slot: trace is enabled
             trace.replay(recording)
         return child
-    record_into = None if trace is None else Trace(fingerprint=keep_value)
-    child = run_build(request, record_into)
-    recording = None
-    if trace is not None and record_into is not None:
-        recording = record_into.recording()
+    capture = Trace(fingerprint=keep_value) if trace.enabled else NULL_TRACE
+    child = run_build(request, capture)
+    recording = capture.recording() if trace.enabled else None
+    if recording is not None:
         trace.replay(recording)
     # Stored under the identities read *before* the build: should another thread
     # replace the managed values meanwhile, the next build misses, never goes stale.
@@ -87,9 +88,7 @@ def own_values(binding: Binding | None) -> dict[str, frozenset[str]]:
     return own
 
 
-def _routed_stages(
-    request: BuildRequest, entries: stages.Entries, trace: Trace | None
-) -> stages.Entries:
+def _routed_stages(request: BuildRequest, entries: stages.Entries, trace: Trace) -> stages.Entries:
     """Stages 1-3: strip the launch residue, overlay the routed scope, apply the managed keys."""
     settings, binding = request.settings, request.binding
     rule = _residue_rule(request)
@@ -207,7 +206,7 @@ def _sanitize_options(
     )
 
 
-def run_build(request: BuildRequest, trace: Trace | None) -> dict[str, str]:
+def run_build(request: BuildRequest, trace: Trace = NULL_TRACE) -> dict[str, str]:
     """The four stages of one build, then the block check (and the findings when traced)."""
     settings = request.settings
     parent = entries = stages.to_entries(request.snapshot, trace, fold=settings.fold)
@@ -217,7 +216,7 @@ def run_build(request: BuildRequest, trace: Trace | None) -> dict[str, str]:
     child = stages.validate_block(
         sanitize(entries, options, trace=trace), max_total_bytes=settings.max_env_bytes, trace=trace
     )
-    if trace is not None:
+    if trace.enabled:
         _finish_trace(trace, child, request)
     return child
 
@@ -261,21 +260,20 @@ def parent_env(request: BuildRequest) -> dict[str, str]:
     """
     entries = stages.to_entries(request.snapshot, fold=request.settings.fold)
     if request.routed:
-        entries = _routed_stages(request, entries, None)
+        entries = _routed_stages(request, entries, NULL_TRACE)
     return stages.from_entries(entries)
 
 
-def unscrubbed(given: Mapping[str, str], trace: Trace | None) -> dict[str, str]:
+def unscrubbed(given: Mapping[str, str], trace: Trace = NULL_TRACE) -> dict[str, str]:
     """``scrub=False``: the base and the extras as given, without a force-prefixed key.
 
     The one thing an unscrubbed build still does: no force-prefixed key (any
     case) reaches a child, and none is unwrapped. Each key is traced.
     """
     child = {k: v for k, v in given.items() if not stages.is_forced(k.upper())}
-    if trace is not None:
-        for key, value in given.items():
-            if key in child:
-                trace.record(key, Action.KEPT, Stage.SANITIZE, Reason.UNSCRUBBED, value=value)
-            else:
-                trace.record(key, Action.STRIPPED, Stage.SANITIZE, Reason.FORCE_PREFIX_IN_BASE)
+    for key, value in given.items():
+        if key in child:
+            trace.record(key, Action.KEPT, Stage.SANITIZE, Reason.UNSCRUBBED, value=value)
+        else:
+            trace.record(key, Action.STRIPPED, Stage.SANITIZE, Reason.FORCE_PREFIX_IN_BASE)
     return child

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from envscope._inputs import valid_name
-from envscope.audit.trace import Action, Reason, Stage, Trace
+from envscope.audit.trace import NULL_TRACE, Action, Reason, Stage, Trace
 from envscope.errors import EnvValueError
 from envscope.pipeline._residue_rule import ResidueRule
 from envscope.policy._declarations import Origin, OriginKind
@@ -57,7 +57,7 @@ def index(key: str, fold: bool) -> str:
     return key.upper() if fold else key
 
 
-def to_entries(env: Mapping[str, str], trace: Trace | None = None, *, fold: bool) -> Entries:
+def to_entries(env: Mapping[str, str], trace: Trace = NULL_TRACE, *, fold: bool) -> Entries:
     """Index a mapping; when names fold, of keys equal ignoring case keep one.
 
     Folding (Windows), the upper-case spelling wins when present, else the
@@ -73,10 +73,9 @@ def to_entries(env: Mapping[str, str], trace: Trace | None = None, *, fold: bool
         if prev is not None:
             keep_new = key == up and prev[0] != up
             dropped = prev[0] if keep_new else key
-            if trace is not None:
-                reason = Reason.CASE_DUPLICATE
-                dropped_value = prev[1] if keep_new else value
-                trace.record(dropped, Action.STRIPPED, Stage.RESIDUE, reason, value=dropped_value)
+            reason = Reason.CASE_DUPLICATE
+            dropped_value = prev[1] if keep_new else value
+            trace.record(dropped, Action.STRIPPED, Stage.RESIDUE, reason, value=dropped_value)
             if not keep_new:
                 continue
         out[up] = (key, value)
@@ -138,7 +137,7 @@ def strip_residue(
     keep: frozenset[str] = frozenset(),
     policies: Sequence[SecretPolicy] = (),
     residue_origins: Mapping[str, Origin] | None = None,
-    trace: Trace | None = None,
+    trace: Trace = NULL_TRACE,
     rule: ResidueRule | None = None,
 ) -> Entries:
     """Stage 1: drop the launch profile's residue, credentials and authorization gates.
@@ -157,7 +156,7 @@ def strip_residue(
         verdict = rule.verdict(idx)
         if verdict is None:
             out[idx] = item
-        elif trace is not None:
+        else:
             reason, origin = verdict
             trace.record(item[0], Action.STRIPPED, Stage.RESIDUE, reason, origin, value=item[1])
     return out
@@ -170,17 +169,15 @@ def _overlay(
     reason: Reason,
     origins: Mapping[str, Origin] | None,
     default_origin: Origin,
-    trace: Trace | None,
+    trace: Trace,
     fold: bool,
 ) -> Entries:
     out = dict(entries)
-    record = None
-    if trace is not None:
 
-        def record(key: str, value: str, replaced: bool) -> None:
-            action = Action.OVERRIDDEN if replaced else Action.ADDED
-            origin = default_origin if origins is None else origins.get(key.upper(), default_origin)
-            trace.record(key, action, stage, reason, origin, value=value)
+    def record(key: str, value: str, replaced: bool) -> None:
+        action = Action.OVERRIDDEN if replaced else Action.ADDED
+        origin = default_origin if origins is None else origins.get(key.upper(), default_origin)
+        trace.record(key, action, stage, reason, origin, value=value)
 
     put_layer(out, values, fold, record)
     return out
@@ -192,7 +189,7 @@ def overlay_scope(
     *,
     origins: Mapping[str, Origin] | None = None,
     home: str = "",
-    trace: Trace | None = None,
+    trace: Trace = NULL_TRACE,
     refuse: Callable[[str], bool] | None = None,
     fold: bool,
 ) -> Entries:
@@ -213,7 +210,7 @@ def apply_managed(
     managed: Mapping[str, str],
     *,
     path: str | None = None,
-    trace: Trace | None = None,
+    trace: Trace = NULL_TRACE,
     fold: bool,
 ) -> Entries:
     """Stage 3: administrator-managed values beat the routed profile's own (every spelling)."""
@@ -228,7 +225,7 @@ def is_forced(up: str) -> bool:
 
 
 def without_refused(
-    values: Mapping[str, str], refuse: Callable[[str], bool], stage: Stage, trace: Trace | None
+    values: Mapping[str, str], refuse: Callable[[str], bool], stage: Stage, trace: Trace
 ) -> Mapping[str, str]:
     """``values`` without the keys ``refuse`` names (each refusal recorded)."""
     bad = [
@@ -238,9 +235,8 @@ def without_refused(
     ]
     if not bad:
         return values
-    if trace is not None:
-        for key in bad:
-            trace.record(key, Action.REFUSED, stage, Reason.INJECTION_VECTOR, value=values[key])
+    for key in bad:
+        trace.record(key, Action.REFUSED, stage, Reason.INJECTION_VECTOR, value=values[key])
     return {k: v for k, v in values.items() if k not in bad}
 
 
@@ -275,7 +271,7 @@ def _fits(env: dict[str, str], max_total_bytes: int) -> bool:
 
 
 def validate_block(
-    env: dict[str, str], *, max_total_bytes: int, trace: Trace | None = None
+    env: dict[str, str], *, max_total_bytes: int, trace: Trace = NULL_TRACE
 ) -> dict[str, str]:
     """The finished env, checked to fit a child: valid names, no entry over 128 KiB, a cap.
 
@@ -292,17 +288,15 @@ def validate_block(
     largest = ("", -1)
     for key, value in list(env.items()):
         if not valid_name(key) or "\x00" in value:
-            if trace is not None:
-                reason = Reason.INVALID_NAME
-                trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
+            reason = Reason.INVALID_NAME
+            trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
             del env[key]
             continue
         try:
             size = _utf8_len(key) + _utf8_len(value) + 2  # "=" and the terminating NUL
         except UnicodeEncodeError:  # a lone surrogate: execve cannot carry it
-            if trace is not None:
-                reason = Reason.INVALID_NAME
-                trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason)
+            reason = Reason.INVALID_NAME
+            trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason)
             del env[key]
             continue
         if size > MAX_VALUE_BYTES:

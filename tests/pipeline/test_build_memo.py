@@ -26,7 +26,7 @@ def stage_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     runs = [0]
     real = build.run_build
 
-    def counting(request: BuildRequest, trace: Trace | None) -> dict[str, str]:
+    def counting(request: BuildRequest, trace: Trace) -> dict[str, str]:
         runs[0] += 1
         return real(request, trace)
 
