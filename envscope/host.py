@@ -284,6 +284,10 @@ class Host:
                 origins = MappingProxyType({norm(k): caller for k in values})
                 names = frozenset()
             residue, residue_origins = self._launch.residue()
+            fresh = share is None or not share.fits(values, origins, residue, residue_origins)
+            if fresh:
+                share = HomeShare(values, origins, residue, residue_origins)
+            assert share is not None
             binding = Binding(
                 launch_policy=self._policy_of(self.launch_home),
                 home=identity,
@@ -295,9 +299,9 @@ class Host:
                 residue_origins=residue_origins,
                 share=share,
             )
-            if scope is None and binding.share is not share:
+            if scope is None and fresh:
                 with self._lock:  # the home's residue verdicts and memo, for its next binding
-                    self._shares[identity] = binding.share
+                    self._shares[identity] = share
         token = self._binding.set(binding)
         try:
             yield binding

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Binding", "HomeShare"]
 
-_set = object.__setattr__
+NO_NAMES: frozenset[str] = frozenset()  # one object: a share fits a binding by identity
 
 
 class HomeShare:
@@ -42,7 +42,7 @@ class HomeShare:
         self,
         scope: Mapping[str, str] = EMPTY_MAPPING,
         scope_origins: Mapping[str, Origin] = EMPTY_MAPPING,
-        residue: frozenset[str] = frozenset(),
+        residue: frozenset[str] = NO_NAMES,
         residue_origins: Mapping[str, Origin] = EMPTY_MAPPING,
     ) -> None:
         self.scope = scope
@@ -71,54 +71,38 @@ class HomeShare:
         return f"HomeShare(scope={len(self.scope)} keys, memo={len(self.memo)} shapes)"
 
 
-@dataclass(frozen=True, slots=True, init=False, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class Binding:
-    """A routed home bound to the current context, with everything a build needs from it."""
+    """A routed home bound to the current context, with everything a build needs from it.
+
+    ``share`` (the home's residue rule and build memo) must have been made for
+    this binding's very scope and residue objects (``HomeShare.fits``); the
+    ``Host`` hands the home's share on, or makes a new one.
+    """
 
     home: str
     routed: bool
-    scope: Mapping[str, str]
-    scope_origins: Mapping[str, Origin]
-    source_names: frozenset[str]
-    residue: frozenset[str]
-    residue_origins: Mapping[str, Origin]
-    launch_policy: SecretPolicy | None
-    memo: BuildMemo = field(init=False, repr=False, compare=False)
-    _share: HomeShare = field(init=False, repr=False, compare=False)
+    scope: Mapping[str, str] = field(default_factory=lambda: EMPTY_MAPPING)
+    scope_origins: Mapping[str, Origin] = field(default_factory=lambda: EMPTY_MAPPING)
+    source_names: frozenset[str] = frozenset()
+    residue: frozenset[str] = NO_NAMES
+    residue_origins: Mapping[str, Origin] = field(default_factory=lambda: EMPTY_MAPPING)
+    launch_policy: SecretPolicy | None = None
+    share: HomeShare = field(default_factory=HomeShare, compare=False)
 
-    def __init__(
-        self,
-        home: str,
-        routed: bool,
-        scope: Mapping[str, str] = EMPTY_MAPPING,
-        scope_origins: Mapping[str, Origin] = EMPTY_MAPPING,
-        source_names: frozenset[str] = frozenset(),
-        residue: frozenset[str] = frozenset(),
-        residue_origins: Mapping[str, Origin] = EMPTY_MAPPING,
-        launch_policy: SecretPolicy | None = None,
-        share: HomeShare | None = None,
-    ) -> None:
-        _set(self, "home", home)
-        _set(self, "routed", routed)
-        _set(self, "scope", scope)
-        _set(self, "scope_origins", scope_origins)
-        _set(self, "source_names", source_names)
-        _set(self, "residue", residue)
-        _set(self, "residue_origins", residue_origins)
-        _set(self, "launch_policy", launch_policy)
-        if share is None or not share.fits(scope, scope_origins, residue, residue_origins):
-            share = HomeShare(scope, scope_origins, residue, residue_origins)
-        _set(self, "_share", share)
-        _set(self, "memo", share.memo)
+    def __post_init__(self) -> None:
+        share = self.share
+        if not share.fits(self.scope, self.scope_origins, self.residue, self.residue_origins):
+            raise ValueError("a binding's share must be made for its scope and residue")
 
     @property
-    def share(self) -> HomeShare:
-        """The residue rule and build memo this binding shares with its home's other bindings."""
-        return self._share
+    def memo(self) -> BuildMemo:
+        """The build memo this binding's builds use (its home share's)."""
+        return self.share.memo
 
     def residue_rule(self, keep: frozenset[str], policies: Sequence[SecretPolicy]) -> ResidueRule:
         """Stage 1's rule for this binding's residue: kept while keep and policies are the same."""
-        share = self._share
+        share = self.share
         rule = share.rule
         if rule is None or not rule.same_inputs(self.residue, keep, policies, self.residue_origins):
             rule = ResidueRule(self.residue, keep, policies, self.residue_origins)
