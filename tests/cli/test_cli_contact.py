@@ -1,4 +1,4 @@
-"""First contact (issue 21): --version, help everywhere, filters, colour, width, loud homes,
+"""First contact: --version, help everywhere, filters, colour, width, loud homes,
 auditing the running host (--pid, --host), and diffs that cannot be compared."""
 
 from __future__ import annotations
