@@ -14,112 +14,95 @@ See ``docs/concepts.md`` for the stages, tiers and surfaces.
 
 from __future__ import annotations
 
+from types import FunctionType
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the names below load on first use (PEP 562): ``import envscope`` is cheap
+if TYPE_CHECKING:  # what type checkers see; at run time each name loads on first use (PEP 562)
     from collections.abc import Mapping, Sequence
 
-    from envscope._guard import guard
-    from envscope._harden import harden_process
-    from envscope.audit.trace import Action, Decision, Reason, Stage, Trace
-    from envscope.errors import (
-        CatalogError,
-        ConfigFileError,
-        ConfigurationError,
-        DotenvError,
-        EnvscopeError,
-        EnvValueError,
-        FileError,
-        ManifestError,
-        NotConfiguredError,
-        PassthroughRefusedError,
-        RoutingError,
-        SnapshotError,
-        SpawnBlockedError,
-    )
-    from envscope.host import Host, home_identity
-    from envscope.pipeline._binding import Binding
-    from envscope.pipeline.stages import FORCE_PREFIX
-    from envscope.policy._declarations import Origin, OriginKind, Problem, Tier
-    from envscope.policy._secret_policy import SecretPolicy
-    from envscope.policy.catalog import Catalog
-    from envscope.policy.sources import SecretSource, StaticSource
-    from envscope.policy.surfaces import Inherit, Surface, SurfacePolicy
+    from envscope._guard import guard as guard
+    from envscope._harden import harden_process as harden_process
+    from envscope._inputs import home_identity as home_identity
+    from envscope.audit.trace import Decision as Decision
+    from envscope.audit.trace import Trace as Trace
+    from envscope.errors import CatalogError as CatalogError
+    from envscope.errors import ConfigFileError as ConfigFileError
+    from envscope.errors import ConfigurationError as ConfigurationError
+    from envscope.errors import DotenvError as DotenvError
+    from envscope.errors import EnvscopeError as EnvscopeError
+    from envscope.errors import EnvValueError as EnvValueError
+    from envscope.errors import FileError as FileError
+    from envscope.errors import ManifestError as ManifestError
+    from envscope.errors import NotConfiguredError as NotConfiguredError
+    from envscope.errors import PassthroughRefusedError as PassthroughRefusedError
+    from envscope.errors import RoutingError as RoutingError
+    from envscope.errors import SnapshotError as SnapshotError
+    from envscope.errors import SpawnBlockedError as SpawnBlockedError
+    from envscope.host import Host as Host
+    from envscope.pipeline._binding import Binding as Binding
+    from envscope.pipeline.stages import FORCE_PREFIX as FORCE_PREFIX
+    from envscope.policy._declarations import Origin as Origin
+    from envscope.policy._declarations import OriginKind as OriginKind
+    from envscope.policy._declarations import Problem as Problem
+    from envscope.policy._declarations import Tier as Tier
+    from envscope.policy._reasons import Action as Action
+    from envscope.policy._reasons import Reason as Reason
+    from envscope.policy._reasons import Stage as Stage
+    from envscope.policy._secret_policy import SecretPolicy as SecretPolicy
+    from envscope.policy.catalog import Catalog as Catalog
+    from envscope.policy.sources import SecretSource as SecretSource
+    from envscope.policy.sources import StaticSource as StaticSource
+    from envscope.policy.surfaces import Inherit as Inherit
+    from envscope.policy.surfaces import Surface as Surface
+    from envscope.policy.surfaces import SurfacePolicy as SurfacePolicy
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "FORCE_PREFIX",
-    "Action",
-    "Binding",
-    "Catalog",
-    "CatalogError",
-    "ConfigFileError",
-    "ConfigurationError",
-    "Decision",
-    "DotenvError",
-    "EnvValueError",
-    "EnvscopeError",
-    "FileError",
-    "Host",
-    "Inherit",
-    "ManifestError",
-    "NotConfiguredError",
-    "Origin",
-    "OriginKind",
-    "PassthroughRefusedError",
-    "Problem",
-    "Reason",
-    "RoutingError",
-    "SecretPolicy",
-    "SecretSource",
-    "SnapshotError",
-    "SpawnBlockedError",
-    "Stage",
-    "StaticSource",
-    "Surface",
-    "SurfacePolicy",
-    "Tier",
-    "Trace",
-    "__version__",
-    "build_subprocess_env",
-    "configure",
-    "default_host",
-    "guard",
-    "harden_process",
-    "home_identity",
-]
-
-
-# Where each public name lives: resolved on first attribute access (PEP 562), so
-# ``import envscope`` runs no module of the package and ``from envscope import Host``
-# loads only what a host needs.
-_LAZY: dict[str, str] = {
+# The one table of the public names that live in other modules: each name and the
+# module that defines it. ``__all__``, the loader below and tests/test_api.py read it;
+# the TYPE_CHECKING block above is its static mirror (a test holds the two equal).
+_PUBLIC: dict[str, str] = {
+    "Action": "envscope.policy._reasons",
+    "Binding": "envscope.pipeline._binding",
+    "Catalog": "envscope.policy.catalog",
+    "CatalogError": "envscope.errors",
+    "ConfigFileError": "envscope.errors",
+    "ConfigurationError": "envscope.errors",
+    "Decision": "envscope.audit.trace",
+    "DotenvError": "envscope.errors",
+    "EnvValueError": "envscope.errors",
+    "EnvscopeError": "envscope.errors",
+    "FORCE_PREFIX": "envscope.pipeline.stages",
+    "FileError": "envscope.errors",
+    "Host": "envscope.host",
+    "Inherit": "envscope.policy.surfaces",
+    "ManifestError": "envscope.errors",
+    "NotConfiguredError": "envscope.errors",
     "Origin": "envscope.policy._declarations",
     "OriginKind": "envscope.policy._declarations",
+    "PassthroughRefusedError": "envscope.errors",
     "Problem": "envscope.policy._declarations",
-    "Tier": "envscope.policy._declarations",
-    "harden_process": "envscope._harden",
-    "guard": "envscope._guard",
-    "Catalog": "envscope.policy.catalog",
-    "Binding": "envscope.pipeline._binding",
-    "Host": "envscope.host",
-    "home_identity": "envscope.host",
+    "Reason": "envscope.policy._reasons",
+    "RoutingError": "envscope.errors",
     "SecretPolicy": "envscope.policy._secret_policy",
     "SecretSource": "envscope.policy.sources",
+    "SnapshotError": "envscope.errors",
+    "SpawnBlockedError": "envscope.errors",
+    "Stage": "envscope.policy._reasons",
     "StaticSource": "envscope.policy.sources",
-    "FORCE_PREFIX": "envscope.pipeline.stages",
-    "Inherit": "envscope.policy.surfaces",
     "Surface": "envscope.policy.surfaces",
     "SurfacePolicy": "envscope.policy.surfaces",
-    "Action": "envscope.audit.trace",
-    "Decision": "envscope.audit.trace",
-    "Reason": "envscope.audit.trace",
-    "Stage": "envscope.audit.trace",
+    "Tier": "envscope.policy._declarations",
     "Trace": "envscope.audit.trace",
-    **{name: "envscope.errors" for name in __all__ if name.endswith("Error")},
+    "guard": "envscope._guard",
+    "harden_process": "envscope._harden",
+    "home_identity": "envscope._inputs",
 }
 
+# The public names defined in this module.
+_HERE = ("__version__", "build_subprocess_env", "configure", "default_host")
+
+__all__ = sorted([*_PUBLIC, *_HERE])
 
 # Submodules a host reaches as attributes after ``import envscope`` (``envscope.spawn.run``).
 _SUBMODULES = frozenset({"spawn", "mcp"})
@@ -133,12 +116,34 @@ def __getattr__(name: str) -> object:
         submodule = import_module(f"envscope.{name}")
         globals()[name] = submodule
         return submodule
-    module = _LAZY.get(name)
+    module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'envscope' has no attribute {name!r}")
     value = getattr(import_module(module), name)
-    globals()[name] = value
+    _publish_loaded()
     return value
+
+
+def _publish_loaded() -> None:
+    """Cache every public name whose module is loaded, its type or function named ``envscope.X``.
+
+    As httpx does, a public class or function says it is ``envscope``'s
+    (``repr(envscope.Host)``, tracebacks, pickles), not its private module's.
+    Pickles name ``envscope.Host``, which this module resolves.
+    """
+    import sys
+
+    here = globals()
+    for name, module in _PUBLIC.items():
+        loaded = sys.modules.get(module)
+        if name in here or loaded is None:
+            continue
+        value = getattr(loaded, name, None)  # a module still being imported may lack it
+        if value is None:
+            continue
+        if isinstance(value, (type, FunctionType)):
+            value.__module__ = __name__
+        here[name] = value
 
 
 def __dir__() -> list[str]:

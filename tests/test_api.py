@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import ast
+import copy
+import enum
+import importlib
+import pickle
+import pickletools
+import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,24 +20,96 @@ import envscope
 from envscope import Host, NotConfiguredError
 from tests.conftest import HostFactory
 
-PUBLIC = [
-    "FORCE_PREFIX", "Action", "Binding", "Catalog", "CatalogError", "ConfigFileError",
-    "ConfigurationError", "Inherit", "SurfacePolicy",
-    "Decision", "DotenvError", "EnvValueError", "EnvscopeError", "FileError", "Host",
-    "ManifestError", "NotConfiguredError", "Origin", "OriginKind", "PassthroughRefusedError",
-    "Problem", "Reason", "RoutingError", "SecretPolicy", "SecretSource", "Stage",
-    "SnapshotError",
-    "SpawnBlockedError",
-    "StaticSource", "Surface", "Tier", "Trace", "__version__", "build_subprocess_env",
-    "configure", "default_host", "guard", "harden_process", "home_identity",
+ROOT = Path(__file__).resolve().parents[1]
+PUBLIC = envscope._PUBLIC
+DEFINED = {name: value for name in PUBLIC if isinstance(value := getattr(envscope, name), type)}
+DEFINED |= {n: getattr(envscope, n) for n in ("guard", "harden_process", "home_identity")}
+
+
+def _type_checking_imports() -> dict[str, str]:
+    """The names the ``if TYPE_CHECKING:`` block of envscope/__init__.py re-exports, by module."""
+    tree = ast.parse((ROOT / "envscope" / "__init__.py").read_text(encoding="utf-8"))
+    block = next(
+        n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
+    )
+    found: dict[str, str] = {}
+    for node in block.body:
+        if isinstance(node, ast.ImportFrom) and node.module != "collections.abc":
+            for alias in node.names:
+                assert alias.asname == alias.name, f"{alias.name}: not re-exported as itself"
+                found[alias.name] = str(node.module)
+    return found
+
+
+def test_all_is_the_table() -> None:
+    """``__all__`` is the table's names and this module's own, sorted, each one resolving."""
+    assert envscope.__all__ == sorted([*PUBLIC, *envscope._HERE])
+    for name in envscope.__all__:
+        assert hasattr(envscope, name), name
+
+
+@pytest.mark.parametrize(("name", "module"), sorted(PUBLIC.items()))
+def test_the_table_names_the_defining_module(name: str, module: str) -> None:
+    """Each table row's module holds the very object ``envscope`` exports under that name."""
+    assert getattr(importlib.import_module(module), name) is getattr(envscope, name)
+
+
+def test_type_checking_block_mirrors_the_table() -> None:
+    """What type checkers see is the table: the same names from the same modules."""
+    assert _type_checking_imports() == PUBLIC
+
+
+def test_every_public_name_is_documented() -> None:
+    """docs/api.md names every exported name, so a new export is a documented decision."""
+    doc = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    assert [n for n in envscope.__all__ if not re.search(rf"\b{re.escape(n)}\b", doc)] == []
+
+
+@pytest.mark.parametrize("name", sorted(DEFINED))
+def test_public_types_say_envscope(name: str) -> None:
+    """A public class or function names ``envscope``, not the private module it lives in."""
+    value = DEFINED[name]
+    assert (value.__module__, value.__qualname__) == ("envscope", name)
+    if isinstance(value, type) and not issubclass(value, enum.Enum):  # enums print <enum 'X'>
+        assert repr(value) == f"<class 'envscope.{name}'>"
+
+
+def test_a_traceback_names_envscope() -> None:
+    """An uncaught envscope error prints as ``envscope.RoutingError``, in a fresh process."""
+    code = "import envscope; envscope.Host; raise envscope.RoutingError('no home')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 1
+    assert out.stderr.splitlines()[-1] == "envscope.RoutingError: no home"
+
+
+RECORDS: list[tuple[str, Callable[[], object]]] = [
+    ("Origin", lambda: envscope.Origin(envscope.OriginKind.CALLER, "extra", "/f", 3)),
+    ("Problem", lambda: envscope.Problem("/p/plugin.yaml", "bad", 2, "requires_env", "chatx")),
+    ("Decision", lambda: envscope.Decision(
+        "K", envscope.Action.STRIPPED, envscope.Stage.SANITIZE, envscope.Reason.TIER1,
+        envscope.Origin(envscope.OriginKind.CATALOG, "tier1"), "note", "fp",
+    )),
+    ("Surface", lambda: envscope.Surface.MCP),
+    ("Tier", lambda: envscope.Tier.TIER2),
+    ("Inherit", lambda: envscope.Inherit.CORE),
+    ("ConfigurationError", lambda: envscope.ConfigurationError("extra: not a mapping")),
+    ("RoutingError", lambda: envscope.RoutingError("/srv/typo: not a directory")),
 ]  # fmt: skip
 
 
-def test_all_is_pinned() -> None:
-    """``__all__`` is exactly the curated public surface, and every name resolves."""
-    assert sorted(envscope.__all__) == sorted(PUBLIC)
-    for name in envscope.__all__:
-        assert hasattr(envscope, name), name
+@pytest.mark.parametrize(("name", "make"), RECORDS, ids=[r[0] for r in RECORDS])
+def test_public_records_pickle_and_copy(name: str, make: Callable[[], object]) -> None:
+    """A public record survives pickle, copy and deepcopy under its ``envscope`` name."""
+    record = make()
+    assert type(record).__module__ == "envscope"
+    strings = [a for op, a, _ in pickletools.genops(pickle.dumps(record)) if "UNICODE" in op.name]
+    assert [s for s in strings if str(s).startswith("envscope")] == ["envscope"]
+    for clone in (pickle.loads(pickle.dumps(record)), copy.copy(record), copy.deepcopy(record)):
+        assert type(clone) is type(record)
+        if isinstance(record, Exception) and isinstance(clone, Exception):
+            assert clone.args == record.args
+        else:
+            assert clone == record
 
 
 def test_unconfigured_module_build_is_an_error() -> None:

@@ -308,3 +308,31 @@ def test_multiprocessing_spawn_and_forkserver_starts_are_guarded(
         assert info.value.event == "multiprocessing.spawnv_passfds"
     finally:
         envscope.guard(host, mode="off")
+
+
+FIRST_DECISION = """
+import os, sys, tempfile
+import envscope
+SECRET = {"TELEGRAM_BOT_TOKEN": "fake-bot-0123456789"}
+events = []
+sys.addaudithook(lambda event, args: events.append(event) if event in EVENTS else None)
+host = envscope.Host(tempfile.mkdtemp(), environ={"PATH": "/b", **SECRET})
+envscope.guard(host, mode="raise")
+try:
+    os.execve(TRUE, [TRUE], SECRET)
+except envscope.SpawnBlockedError:
+    print(events)
+"""
+
+
+def test_the_guards_first_decision_spawns_nothing() -> None:
+    """Deciding a spawn (the host's first policy, its change gate) starts no child of its own.
+
+    A child started inside the decision would re-enter the guard while the host's
+    cache lock is held: the process would hang on its first guarded spawn.
+    """
+    code = f"EVENTS = {sorted(SPAWN_EVENTS)!r}\nTRUE = {TRUE!r}\n{FIRST_DECISION}"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.strip() == "['os.exec']"

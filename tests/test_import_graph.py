@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "_guard": 7,
     "_harden": 7,
     "__init__": 8,
+    "tools": 8,
     "cli": 9,
     "__main__": 10,
 }

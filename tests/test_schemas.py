@@ -16,11 +16,11 @@ import jsonschema
 import pytest
 import yaml
 
-from envscope.audit._report import SNAPSHOT_VERSION
 from envscope.cli import main
 from envscope.cli.config import _model
 from envscope.manifests._schema import _validator
 from envscope.schemas import SCHEMAS, load_schema
+from envscope.tools._report import SNAPSHOT_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_DIR = ROOT / "envscope" / "schemas"

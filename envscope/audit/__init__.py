@@ -1,10 +1,9 @@
-"""Audit: what a build decided and how to show or check it.
+"""Audit: what a build writes about its decisions.
 
-Owns the trace (``trace``), findings (``_findings``), keyed value
-fingerprints (``_fingerprint``), the text report (``_report``), snapshots
-(``_snapshot``) and the spawn check over source code (``_spawn_check``,
-``_spawn_scope``).
+Owns the trace (``trace``), findings (``_findings``) and keyed value
+fingerprints (``_fingerprint``): what the pipeline records. The tools that
+show or check it (report, snapshots, the spawn check) are ``envscope.tools``.
 
 May import: ``envscope.policy``, ``envscope.files``, ``envscope._inputs``,
-``envscope.errors``. Never the pipeline, manifests, host or cli.
+``envscope.errors``. Never the pipeline, manifests, host, tools or cli.
 """

@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from envscope import __version__
-from envscope.audit import _report
-from envscope.audit._snapshot import MAX_SNAPSHOT_BYTES, parse_snapshot
 from envscope.audit.trace import Trace
 from envscope.cli._parser import SURFACES, parser
 from envscope.cli._source import HostSource
@@ -32,6 +30,8 @@ from envscope.host import Host, home_identity
 from envscope.pipeline.secret_rule import SecretRule
 from envscope.policy._declarations import Problem
 from envscope.policy.surfaces import Surface
+from envscope.tools import _report
+from envscope.tools._snapshot import MAX_SNAPSHOT_BYTES, parse_snapshot
 
 __all__ = ["main"]
 
@@ -407,7 +407,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_check_spawns(args: argparse.Namespace) -> int:
-    from envscope.audit._spawn_check import (
+    from envscope.tools._spawn_check import (
         check_paths,
         exit_status,
         format_spawn_sites,

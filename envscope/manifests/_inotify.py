@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import os
 import select
 import struct
@@ -105,7 +104,9 @@ class _Inotify:
     _shared_lock = threading.Lock()
 
     def __init__(self) -> None:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        # The process's own symbols hold libc's: ``find_library`` would run ldconfig, a child
+        # that inherits the host's env and re-enters the guard from inside its decision.
+        libc = ctypes.CDLL(None, use_errno=True)
         self._add = libc.inotify_add_watch
         self._add.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32)
         self._rm = libc.inotify_rm_watch

@@ -69,7 +69,7 @@ class Surface(enum.Enum):
         return self in (Surface.CREDENTIALED, Surface.WORKER)
 
 
-# The safe base an MCP child inherits (SCENARIOS 42). Widening these lists is
+# The safe base an MCP child inherits (docs/concepts.md, "Surfaces"). Widening these lists is
 # a visible decision: tests pin them as literals.
 MCP_SAFE_NAMES_POSIX: frozenset[str] = frozenset(
     {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "SHELL", "TMPDIR", "TZ"}

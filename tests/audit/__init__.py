@@ -1,1 +1,1 @@
-"""Tests of ``envscope.audit``: trace, findings, fingerprints, snapshots, check-spawns."""
+"""Tests of ``envscope.audit``: trace, findings, fingerprints."""

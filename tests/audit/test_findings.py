@@ -178,7 +178,7 @@ def test_import_envscope_does_not_load_findings() -> None:
     assert out.stdout.strip() == "False"
 
 
-# -- name-shape warnings (issue 12 item 4, S55) ---------------------------------------
+# -- name-shape warnings (S55) ----------------------------------------------------------
 
 NAME_SHAPES = [
     ("MY_APP_KEY", "v", "credential-suffix"),

@@ -314,7 +314,7 @@ def test_explain_strips_credential_formats_unless_known_safe(
     format named, never its value; the config's known_safe keeps it."""
     from envscope.policy.formats import github_checksum
 
-    body = ("a1B2c3D4e5F6g7H8i9J0" * 2)[:30]  # a classic PAT's body and its CRC32 (issue 20)
+    body = ("a1B2c3D4e5F6g7H8i9J0" * 2)[:30]  # a classic PAT's body and its CRC32
     monkeypatch.setenv("DEPLOY_HELPER", "ghp_" + body + github_checksum(body))
     code, out, _ = run_cli(capsys, "explain", "--home", "work", "--json")
     data = json.loads(out)

@@ -1,4 +1,4 @@
-"""First contact (issue 21): --version, help everywhere, filters, colour, width, loud homes,
+"""First contact: --version, help everywhere, filters, colour, width, loud homes,
 auditing the running host (--pid, --host), and diffs that cannot be compared."""
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 import envscope
-from envscope.audit._report import MIN_SHRUNK_WIDTH
 from envscope.cli import main
 from envscope.cli._parser import parser
 from envscope.cli._source import read_process_environ
+from envscope.tools._report import MIN_SHRUNK_WIDTH
 from tests._privdrop import run_as_nobody
 from tests.cli.test_cli import CONFIG, DEMO, ROOT, clean_process_env  # noqa: F401 - autouse
 

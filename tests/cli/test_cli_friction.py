@@ -1,4 +1,4 @@
-"""CLI friction (issue 14 item 5): unknown homes are errors; --config before or after."""
+"""CLI friction: unknown homes are errors; --config before or after."""
 
 from __future__ import annotations
 

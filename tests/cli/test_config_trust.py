@@ -198,7 +198,7 @@ def test_fifo_config_or_catalog_never_hangs(
     assert "is not a regular file" in capsys.readouterr().err
 
 
-# -- one reader and one set of limits for every YAML file (issue 11 item 7) -------------------
+# -- one reader and one set of limits for every YAML file ---------------------------------
 
 
 def _load(kind: str, path: Path) -> object:

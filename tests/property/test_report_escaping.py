@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from envscope.audit._report import (
+from envscope.policy._declarations import Problem
+from envscope.tools._report import (
     DiffEntry,
     Layout,
     ScanReport,
@@ -17,7 +18,6 @@ from envscope.audit._report import (
     format_scan,
     printable,
 )
-from envscope.policy._declarations import Problem
 
 pytestmark = pytest.mark.property
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from envscope.audit._spawn_check import SpawnSite, check_source, source_text
+from envscope.tools._spawn_check import SpawnSite, check_source, source_text
 
 pytestmark = pytest.mark.property
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envscope.audit._ignore import IgnoreRules
-from envscope.audit._spawn_check import check_paths
 from envscope.cli import main
+from envscope.tools._ignore import IgnoreRules
+from envscope.tools._spawn_check import check_paths
 
 BAD = "import os\nos.system('x')\n"
 

@@ -17,14 +17,14 @@ from envscope import (
     Surface,
     Trace,
 )
-from envscope.audit._report import (
+from envscope.cli import main
+from envscope.tools._report import (
     diff_snapshots,
     fingerprints_comparable,
     format_diff,
     format_explain,
     snapshot_of,
 )
-from envscope.cli import main
 from tests.conftest import HostFactory
 
 ROOT = Path(__file__).resolve().parents[2]

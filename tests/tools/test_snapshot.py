@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from envscope.audit._report import SNAPSHOT_VERSIONS
-from envscope.audit._snapshot import parse_snapshot
 from envscope.cli import main
 from envscope.errors import SnapshotError
+from envscope.tools._report import SNAPSHOT_VERSIONS
+from envscope.tools._snapshot import parse_snapshot
 
 PLANTED = "planted-value-never-printed"
 ENTRY = {

@@ -14,7 +14,7 @@ import os
 import stat
 from collections.abc import Iterator, Sequence
 
-from envscope.audit._ignore import IgnoreRules, read_gitignore, repository_root
+from envscope.tools._ignore import IgnoreRules, read_gitignore, repository_root
 
 __all__ = ["SKIP_DIRS", "VENV_MARKER", "cannot", "printable", "python_files"]
 

@@ -46,8 +46,9 @@ import tokenize
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from envscope.audit._spawn_files import SKIP_DIRS, cannot, printable, python_files
-from envscope.audit._spawn_scope import (
+from envscope.files._fs import read_regular_file
+from envscope.tools._spawn_files import SKIP_DIRS, cannot, printable, python_files
+from envscope.tools._spawn_scope import (
     Scope,
     Work,
     analyse,
@@ -55,7 +56,6 @@ from envscope.audit._spawn_scope import (
     may_hold_none,
     qualnames,
 )
-from envscope.files._fs import read_regular_file
 
 __all__ = [
     "ALLOW_COMMENT",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from envscope.audit._spawn_check import (
+from envscope.tools._spawn_check import (
     REASON_ENVIRON,
     REASON_MISSING,
     REASON_NO_PARAM,
@@ -719,7 +719,7 @@ def test_exit_status(sites: list[SpawnSite], errors: list[str], status: int) -> 
 
 def test_import_envscope_does_not_load_the_check() -> None:
     """``import envscope`` stays cheap: the spawn check loads only on use."""
-    code = "import sys, envscope\nprint('envscope.audit._spawn_check' in sys.modules)"
+    code = "import sys, envscope\nprint('envscope.tools._spawn_check' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

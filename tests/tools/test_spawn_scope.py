@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from envscope.audit._spawn_check import (
+from envscope.tools._spawn_check import (
     REASON_ENVIRON,
     REASON_MISSING,
     REASON_NO_PARAM,
@@ -17,7 +17,7 @@ from envscope.audit._spawn_check import (
     REASON_SPLAT,
     check_source,
 )
-from envscope.audit._spawn_scope import Work
+from envscope.tools._spawn_scope import Work
 
 CLI_MD = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 HEADER = "import copy, os, subprocess\n"

@@ -1,0 +1,1 @@
+"""Tests of ``envscope.tools``: the report, snapshots, check-spawns."""
