@@ -293,7 +293,7 @@ def test_catalog_is_a_value_with_a_shared_memo() -> None:
     for name in ("AUX_X_KEY", "aux_y_key", "OTHER"):
         assert one.declaration(name) == one.lookup(name.upper()) == one.lookup(name.upper())
     assert one == two  # one has a filled memo, two an empty one
-    assert "AUX_X_KEY" in one._memo
+    assert "AUX_X_KEY" in one._memo.names
     assert "memo" not in repr(one)
     with pytest.raises(TypeError):
         hash(one)

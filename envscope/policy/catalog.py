@@ -10,7 +10,7 @@ stricter tier).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -25,7 +25,7 @@ from envscope.policy._declarations import (
 
 if TYPE_CHECKING:
     import re
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
     from pathlib import Path
 
 
@@ -49,7 +49,6 @@ _LOOKUP_MEMO_MAX = 8192
 _MISSING = object()
 _NO_NAMES: Mapping[str, Declaration] = MappingProxyType({})
 _NO_SOURCES: Mapping[str, str] = MappingProxyType({})
-_set = object.__setattr__
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +129,21 @@ def strict_first(patterns: tuple[CatalogPattern, ...]) -> tuple[CatalogPattern, 
     return tuple(sorted(patterns, key=lambda p: p.tier.value))
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True)
+class CatalogMemo:
+    """A catalog's lookup answers and compiled patterns, filled on the spawn path.
+
+    Mutable state, not a record: ``Catalog.lookup`` memoises up to
+    ``_LOOKUP_MEMO_MAX`` names here and compiles the patterns on first use.
+    Filled lock-free (a dict get and set and an attribute store are atomic); a
+    racing thread computes the same answer.
+    """
+
+    names: dict[str, Declaration | None] = field(default_factory=dict)
+    patterns: object = _MISSING
+
+
+@dataclass(frozen=True, slots=True)
 class Catalog:
     """Declared names (upper-cased → declaration), patterns, platform prefixes, global names.
 
@@ -138,62 +151,25 @@ class Catalog:
     (upper-cased): never launch residue, forwarded to MCP children unless the
     host turns that off. ``categories`` documents the entries a ``categories:`` section declared
     (for docs/catalog.md and the hygiene tests); lookups never read it.
-    Immutable; equal by value (unhashable: it holds a mapping).
+    Immutable; equal by value (unhashable: it holds a mapping). Its lookup
+    answers live in a ``CatalogMemo`` it owns (no part of equality or repr).
     """
 
-    names: Mapping[str, Declaration]
-    patterns: tuple[CatalogPattern, ...]
-    platform_prefixes: frozenset[str]
-    global_names: frozenset[str]
-    injection_names: frozenset[str]
-    injection_prefixes: tuple[str, ...]
-    source: str
-    categories: tuple[CatalogCategory, ...]
-    network_trust: frozenset[str]
-    redirecting_names: frozenset[str]
-    redirecting_prefixes: tuple[str, ...]
-    vector_categories: tuple[VectorCategory, ...]
-    vector_sources: Mapping[str, str]
-    providers: Mapping[str, str]
-    # lookup()'s memo: upper-cased name -> the catalog's declaration or None. No part of
-    # equality or repr; filled lock-free (dict get and set are atomic).
-    _memo: dict[str, Declaration | None] = field(init=False, repr=False, compare=False)
-    # the compiled patterns (see _pattern_regex), _MISSING until first used
-    _regex: object = field(init=False, repr=False, compare=False)
-
-    def __init__(
-        self,
-        names: Mapping[str, Declaration] = _NO_NAMES,
-        patterns: tuple[CatalogPattern, ...] = (),
-        platform_prefixes: frozenset[str] = frozenset(),
-        global_names: frozenset[str] = frozenset(),
-        source: str = "<empty>",
-        injection_names: frozenset[str] = frozenset(),
-        injection_prefixes: tuple[str, ...] = (),
-        categories: tuple[CatalogCategory, ...] = (),
-        network_trust: frozenset[str] = frozenset(),
-        redirecting_names: frozenset[str] = frozenset(),
-        redirecting_prefixes: tuple[str, ...] = (),
-        vector_categories: tuple[VectorCategory, ...] = (),
-        vector_sources: Mapping[str, str] = _NO_SOURCES,
-        providers: Mapping[str, str] = _NO_SOURCES,
-    ) -> None:
-        _set(self, "names", names)
-        _set(self, "patterns", patterns)
-        _set(self, "platform_prefixes", platform_prefixes)
-        _set(self, "global_names", global_names)
-        _set(self, "injection_names", injection_names)
-        _set(self, "injection_prefixes", injection_prefixes)
-        _set(self, "source", source)
-        _set(self, "categories", categories)
-        _set(self, "network_trust", network_trust)
-        _set(self, "redirecting_names", redirecting_names)
-        _set(self, "redirecting_prefixes", redirecting_prefixes)
-        _set(self, "vector_categories", vector_categories)
-        _set(self, "vector_sources", vector_sources)
-        _set(self, "providers", providers)
-        _set(self, "_memo", {})
-        _set(self, "_regex", _MISSING)
+    names: Mapping[str, Declaration] = field(default_factory=lambda: _NO_NAMES)
+    patterns: tuple[CatalogPattern, ...] = ()
+    platform_prefixes: frozenset[str] = frozenset()
+    global_names: frozenset[str] = frozenset()
+    source: str = "<empty>"
+    injection_names: frozenset[str] = frozenset()
+    injection_prefixes: tuple[str, ...] = ()
+    categories: tuple[CatalogCategory, ...] = ()
+    network_trust: frozenset[str] = frozenset()
+    redirecting_names: frozenset[str] = frozenset()
+    redirecting_prefixes: tuple[str, ...] = ()
+    vector_categories: tuple[VectorCategory, ...] = ()
+    vector_sources: Mapping[str, str] = field(default_factory=lambda: _NO_SOURCES)
+    providers: Mapping[str, str] = field(default_factory=lambda: _NO_SOURCES)
+    _memo: CatalogMemo = field(default_factory=CatalogMemo, init=False, repr=False, compare=False)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -266,26 +242,13 @@ class Catalog:
         return build_catalog(parsed, source)
 
     def extend(self, other: Catalog) -> Catalog:
-        """A catalog declaring everything both declare (the stricter tier wins per name)."""
-        names = dict(self.names)
-        for key, decl in other.names.items():
-            names[key] = stricter(names[key], decl) if key in names else decl
-        return Catalog(
-            names=MappingProxyType(names),
-            patterns=strict_first(self.patterns + other.patterns),
-            platform_prefixes=self.platform_prefixes | other.platform_prefixes,
-            global_names=self.global_names | other.global_names,
-            source=f"{self.source}+{other.source}",
-            injection_names=self.injection_names | other.injection_names,
-            injection_prefixes=self.injection_prefixes + other.injection_prefixes,
-            categories=self.categories + other.categories,
-            network_trust=self.network_trust | other.network_trust,
-            redirecting_names=self.redirecting_names | other.redirecting_names,
-            redirecting_prefixes=self.redirecting_prefixes + other.redirecting_prefixes,
-            vector_categories=self.vector_categories + other.vector_categories,
-            vector_sources=MappingProxyType({**self.vector_sources, **other.vector_sources}),
-            providers=MappingProxyType({**other.providers, **self.providers}),
-        )
+        """A catalog declaring everything both declare (the stricter tier wins per name).
+
+        Every field is merged by its rule in ``_MERGE`` (a field without one is a
+        ``KeyError`` here, never a field silently reset).
+        """
+        merged = {f.name: _MERGE[f.name](self, other) for f in fields(self) if f.init}
+        return Catalog(**merged)  # type: ignore[arg-type]
 
     def with_vectors(
         self, categories: tuple[VectorCategory, ...], sources: Mapping[str, str]
@@ -295,21 +258,14 @@ class Catalog:
         opt_in = [r.name for c in categories if c.opt_in for r in c.rows]
         names, prefixes = _split(always)
         r_names, r_prefixes = _split(opt_in)
-        return Catalog(
-            names=self.names,
-            patterns=self.patterns,
-            platform_prefixes=self.platform_prefixes,
-            global_names=self.global_names,
-            source=self.source,
+        return replace(
+            self,
             injection_names=self.injection_names | names,
             injection_prefixes=self.injection_prefixes + prefixes,
-            categories=self.categories,
-            network_trust=self.network_trust,
             redirecting_names=self.redirecting_names | r_names,
             redirecting_prefixes=self.redirecting_prefixes + r_prefixes,
             vector_categories=self.vector_categories + categories,
             vector_sources=MappingProxyType({**self.vector_sources, **sources}),
-            providers=self.providers,
         )
 
     def is_injection_vector(self, name: str) -> bool:
@@ -355,7 +311,8 @@ class Catalog:
 
     def _pattern_regex(self) -> tuple[re.Pattern[str], tuple[CatalogPattern, ...]] | None:
         """One compiled alternation of every pattern (built on first use, then kept)."""
-        compiled = self._regex
+        memo = self._memo
+        compiled = memo.patterns
         if compiled is _MISSING:
             compiled = None
             if self.patterns:
@@ -366,7 +323,7 @@ class Catalog:
                     f"(?P<p{i}>{fnmatch.translate(p.pattern)})" for i, p in enumerate(self.patterns)
                 ]
                 compiled = (re.compile("|".join(parts)), self.patterns)
-            _set(self, "_regex", compiled)  # idempotent: a racing thread builds the same
+            memo.patterns = compiled  # idempotent: a racing thread builds the same
         return compiled  # type: ignore[return-value]
 
     def match_pattern(self, key: str) -> CatalogPattern | None:
@@ -386,7 +343,7 @@ class Catalog:
 
     def lookup(self, key: str) -> Declaration | None:
         """``declaration`` for an upper-cased name, memoised per catalog (the spawn path)."""
-        memo = self._memo
+        memo = self._memo.names
         found = memo.get(key, _MISSING)
         if found is not _MISSING:
             return found  # type: ignore[return-value]
@@ -398,6 +355,34 @@ class Catalog:
         if len(memo) < _LOOKUP_MEMO_MAX:
             memo[key] = found
         return found
+
+
+def _names(a: Catalog, b: Catalog) -> Mapping[str, Declaration]:
+    names = dict(a.names)
+    for key, decl in b.names.items():
+        names[key] = stricter(names[key], decl) if key in names else decl
+    return MappingProxyType(names)
+
+
+_MERGE: Mapping[str, Callable[[Catalog, Catalog], object]] = MappingProxyType(
+    {
+        "names": _names,
+        "patterns": lambda a, b: strict_first(a.patterns + b.patterns),
+        "platform_prefixes": lambda a, b: a.platform_prefixes | b.platform_prefixes,
+        "global_names": lambda a, b: a.global_names | b.global_names,
+        "source": lambda a, b: f"{a.source}+{b.source}",
+        "injection_names": lambda a, b: a.injection_names | b.injection_names,
+        "injection_prefixes": lambda a, b: a.injection_prefixes + b.injection_prefixes,
+        "categories": lambda a, b: a.categories + b.categories,
+        "network_trust": lambda a, b: a.network_trust | b.network_trust,
+        "redirecting_names": lambda a, b: a.redirecting_names | b.redirecting_names,
+        "redirecting_prefixes": lambda a, b: a.redirecting_prefixes + b.redirecting_prefixes,
+        "vector_categories": lambda a, b: a.vector_categories + b.vector_categories,
+        "vector_sources": lambda a, b: MappingProxyType({**a.vector_sources, **b.vector_sources}),
+        "providers": lambda a, b: MappingProxyType({**b.providers, **a.providers}),
+    }
+)
+"""How ``Catalog.extend`` merges each field of two catalogs (one rule per field)."""
 
 
 def package_data(name: str) -> bytes:
