@@ -77,7 +77,6 @@ def record_repr(record: object, masked: tuple[str, ...] = ()) -> str:
     return f"{type(record).__name__}({', '.join(parts)})"
 
 
-_set = object.__setattr__
 MASK = "********"
 
 
