@@ -15,6 +15,15 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from envscope.errors import CatalogError
+from envscope.policy._catalog_records import (
+    CatalogCategory,
+    CatalogEntry,
+    CatalogPattern,
+    VectorCategory,
+    VectorRow,
+    strict_first,
+    stricter,
+)
 from envscope.policy._declarations import (
     Declaration,
     Origin,
@@ -51,65 +60,6 @@ _NO_NAMES: Mapping[str, Declaration] = MappingProxyType({})
 _NO_SOURCES: Mapping[str, str] = MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
-class CatalogPattern:
-    """A glob over upper-cased names (``*`` = any run, possibly empty) with its tier."""
-
-    pattern: str
-    tier: Tier
-    origin: Origin
-
-
-@dataclass(frozen=True, slots=True)
-class CatalogEntry:
-    """One documented catalog entry: a name (or a ``*`` glob), what it is, where that is said.
-
-    ``examples`` are real names a glob matches (the hygiene tests check each one).
-    """
-
-    name: str
-    about: str
-    source: str
-    examples: tuple[str, ...] = ()
-    provider: str | None = None
-
-    @property
-    def is_pattern(self) -> bool:
-        """True when the entry is a glob over names rather than one name."""
-        return "*" in self.name
-
-
-@dataclass(frozen=True, slots=True)
-class CatalogCategory:
-    """A category of the catalog: its id, title, tier (every entry's), description, entries."""
-
-    id: str
-    title: str
-    tier: Tier
-    about: str
-    entries: tuple[CatalogEntry, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class VectorRow:
-    """One injection-vector row: a name (or ``PREFIX*``), its platform and its source keys."""
-
-    name: str
-    platform: str
-    sources: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class VectorCategory:
-    """A category of the injection-vector table; ``opt_in`` for the redirecting family."""
-
-    id: str
-    title: str
-    opt_in: bool
-    about: str
-    rows: tuple[VectorRow, ...]
-
-
 def _split(rows: Iterable[str]) -> tuple[frozenset[str], tuple[str, ...]]:
     """Upper-cased names and the prefixes of ``PREFIX*`` families."""
     rows = [norm(r) for r in rows]
@@ -117,16 +67,6 @@ def _split(rows: Iterable[str]) -> tuple[frozenset[str], tuple[str, ...]]:
         frozenset(r for r in rows if not r.endswith("*")),
         tuple(r[:-1] for r in rows if r.endswith("*")),
     )
-
-
-def stricter(a: Declaration, b: Declaration) -> Declaration:
-    """Of two declarations of one name, the one with the stricter tier (first on a tie)."""
-    return b if b.tier.value < a.tier.value else a
-
-
-def strict_first(patterns: tuple[CatalogPattern, ...]) -> tuple[CatalogPattern, ...]:
-    """Patterns with Tier 1 first (stable): a name two patterns match gets the stricter tier."""
-    return tuple(sorted(patterns, key=lambda p: p.tier.value))
 
 
 @dataclass(slots=True)
@@ -223,7 +163,7 @@ class Catalog:
     ) -> Catalog:
         import pydantic
 
-        from envscope.policy._catalog_schema import build_catalog, catalog_model
+        from envscope.policy._catalog_schema import catalog_fields, catalog_model
 
         try:
             parsed = catalog_model().model_validate(doc if doc is not None else {})
@@ -239,7 +179,7 @@ class Catalog:
             failure = None
         if failure is not None:
             raise failure
-        return build_catalog(parsed, source)
+        return cls(**catalog_fields(parsed, source))
 
     def extend(self, other: Catalog) -> Catalog:
         """A catalog declaring everything both declare (the stricter tier wins per name).
