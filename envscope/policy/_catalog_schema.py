@@ -269,7 +269,7 @@ def read_vectors(data: bytes, source: str) -> tuple[tuple[VectorCategory, ...], 
     """The categories and source links of an injection-vector table (errors name the field)."""
     import pydantic
 
-    from envscope.files._yaml import read_document
+    from envscope.files._yaml import read_document, validation_error
 
     doc = read_document(
         data, source, error=CatalogError, kind="injection-vector table", max_bytes=MAX_VECTORS_BYTES
@@ -277,9 +277,7 @@ def read_vectors(data: bytes, source: str) -> tuple[tuple[VectorCategory, ...], 
     try:
         parsed: Any = vectors_model().model_validate(doc.root)
     except pydantic.ValidationError as exc:  # its errors hold the input values: keep none
-        first = exc.errors(include_url=False, include_input=False)[0]
-        where = ".".join(str(p) for p in first["loc"]) or "<root>"
-        failure: CatalogError | None = CatalogError(source, first["msg"], field=where)
+        failure: CatalogError | None = validation_error(exc, doc, source, CatalogError)
     else:
         failure = None
     if failure is not None:

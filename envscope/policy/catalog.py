@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
     from pathlib import Path
 
+    from envscope.files._yaml import Document
+
 
 __all__ = [
     "Catalog",
@@ -150,31 +152,26 @@ class Catalog:
         doc = read_document(
             raw, source, error=CatalogError, kind="catalog", max_bytes=MAX_CATALOG_BYTES
         )
-        return cls._from_document(doc.root, doc.lines, source)
+        return cls._from_document(doc, source)
 
     @classmethod
     def from_mapping(cls, doc: object, *, source: str = "<mapping>") -> Catalog:
-        """Validate an already-parsed catalog document."""
-        return cls._from_document(doc, {}, source)
+        """Validate an already-parsed catalog document (errors name no line)."""
+        from envscope.files._yaml import Document
+
+        return cls._from_document(Document(root=doc, lines={}), source)
 
     @classmethod
-    def _from_document(
-        cls, doc: object, lines: Mapping[tuple[object, ...], int], source: str
-    ) -> Catalog:
+    def _from_document(cls, doc: Document, source: str) -> Catalog:
         import pydantic
 
+        from envscope.files._yaml import validation_error
         from envscope.policy._catalog_schema import catalog_fields, catalog_model
 
         try:
-            parsed = catalog_model().model_validate(doc if doc is not None else {})
+            parsed = catalog_model().model_validate(doc.root if doc.root is not None else {})
         except pydantic.ValidationError as exc:  # its errors hold the input values: keep none
-            first = exc.errors(include_url=False, include_input=False)[0]
-            loc = tuple(first["loc"])
-            where = ".".join(str(p) for p in loc) or "<root>"
-            line = next((lines[loc[:n]] for n in range(len(loc), -1, -1) if loc[:n] in lines), None)
-            failure: CatalogError | None = CatalogError(
-                source, first["msg"], field=where, line=line
-            )
+            failure: CatalogError | None = validation_error(exc, doc, source, CatalogError)
         else:
             failure = None
         if failure is not None:
