@@ -23,7 +23,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class CatalogPattern:
-    """A glob over upper-cased names (``*`` = any run, possibly empty) with its tier."""
+    """A glob over upper-cased names (``glob_source``'s dialect) with its tier."""
 
     pattern: str
     tier: Tier

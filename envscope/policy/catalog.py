@@ -29,6 +29,7 @@ from envscope.policy._declarations import (
     Origin,
     OriginKind,
     Tier,
+    glob_source,
     norm,
 )
 
@@ -247,18 +248,15 @@ class Catalog:
         return self.extend(Catalog(names=MappingProxyType(extra), source=detail))
 
     def _pattern_regex(self) -> tuple[re.Pattern[str], tuple[CatalogPattern, ...]] | None:
-        """One compiled alternation of every pattern (built on first use, then kept)."""
+        """One compiled alternation of every pattern (``glob_source``'s dialect; built once)."""
         memo = self._memo
         compiled = memo.patterns
         if compiled is _MISSING:
             compiled = None
             if self.patterns:
-                import fnmatch
                 import re
 
-                parts = [
-                    f"(?P<p{i}>{fnmatch.translate(p.pattern)})" for i, p in enumerate(self.patterns)
-                ]
+                parts = [f"(?P<p{i}>{glob_source(p.pattern)})" for i, p in enumerate(self.patterns)]
                 compiled = (re.compile("|".join(parts)), self.patterns)
             memo.patterns = compiled  # idempotent: a racing thread builds the same
         return compiled  # type: ignore[return-value]

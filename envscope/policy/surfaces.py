@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from envscope.policy._declarations import EMPTY_MAPPING, Origin, record_repr
+from envscope.policy._declarations import EMPTY_MAPPING, Origin, glob_source, record_repr
 from envscope.policy._reasons import Reason
 
 if TYPE_CHECKING:
@@ -184,19 +184,16 @@ DEFAULT_EXCLUDES: tuple[str, ...] = ("*KEY*", "*SECRET*", "*TOKEN*")
 def glob_regex(patterns: Iterable[str]) -> re.Pattern[str] | None:
     """One regex matching any of some globs over upper-cased names (None for no globs).
 
-    Codex's wildmatch semantics: ``*`` is any run of characters, ``?`` one
-    character, and everything else, ``[`` and ``]`` included, is literal.
-    A glob matches the whole name, in any case.
+    Each glob follows ``glob_source`` (the one dialect: ``*`` any run, ``?``
+    one character, everything else literal) and matches the whole name, in
+    any case.
     """
-    parts = [p.upper() for p in patterns]
+    parts = [glob_source(p) for p in patterns]
     if not parts:
         return None
     import re
 
-    def one(glob: str) -> str:
-        return "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in glob)
-
-    return re.compile("(?s:" + "|".join(map(one, parts)) + r")\Z")
+    return re.compile("|".join(parts))
 
 
 @dataclass(frozen=True, slots=True, repr=False)
