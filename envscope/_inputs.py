@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from envscope.errors import (
     ConfigurationError,
@@ -20,7 +20,9 @@ __all__ = [
     "EnvironCopies",
     "build_arguments",
     "coerce_extra",
+    "config_entry_error",
     "encodable",
+    "env_entries",
     "home_identity",
     "name_list",
     "portable_name",
@@ -134,26 +136,59 @@ def coerce_extra(extra: Mapping[str, object] | None) -> dict[str, str]:
     """Validate the caller's explicit values (an MCP ``env:`` block): scalars only."""
     if extra is None:
         return {}
-    if not isinstance(extra, Mapping):
+    return env_entries(extra, "extra", EnvValueError, numbers=True)
+
+
+EntryError = Callable[[str, str], EnvscopeError]
+"""Builds the error for a bad entry from the key (as it may be shown) and the reason."""
+
+
+def env_entries(
+    mapping: object,
+    what: str,
+    error: EntryError,
+    *,
+    numbers: bool = False,
+    parent: bool = False,
+) -> dict[str, str]:
+    """A mapping of valid names to string values, checked and copied: the one entry checker.
+
+    ``what`` names the mapping in errors (``extra``, ``secret source 'vault'``,
+    ``base``); ``error(key, reason)`` builds the error for a bad entry, the key
+    shown safely (what precedes an ``=`` of an invalid name, never what follows:
+    a docker-style ``NAME=value`` entry holds a value; a lone surrogate escaped),
+    never a value. ``numbers`` turns an int or float value into its text (an
+    MCP ``env:`` block). ``parent`` is a parent env (``base``, ``environ``, a
+    scope): any string name and a NUL-holding value pass here, because the
+    sanitize stage drops what ``execve`` cannot carry and records it.
+    """
+    if not isinstance(mapping, Mapping):
         raise ConfigurationError(
-            f"extra must be a mapping of names to values, not a {type(extra).__name__}"
+            f"{what} must be a mapping of names to values, not a {type(mapping).__name__}"
         )
     out: dict[str, str] = {}
-    for key, value in extra.items():
-        if not isinstance(key, str) or not valid_name(key):
-            # never what follows an "=": a docker-style "NAME=value" entry holds a value
-            shown = repr(key.partition("=")[0]) if isinstance(key, str) else type(key).__name__
-            raise EnvValueError(shown, "not a valid environment variable name")
+    for key, value in mapping.items():
+        if not isinstance(key, str):
+            raise error(f"<a {type(key).__name__}>", "a name must be a string")
+        # the key as shown: escaped when it holds a lone surrogate, cut at its first "="
+        escaped = key if encodable(key) else key.encode("utf-8", "backslashreplace").decode()
+        shown = escaped.partition("=")[0]
+        if escaped is not key:
+            raise error(shown, "the name holds a lone surrogate (no child env can carry it)")
+        if not parent and not valid_name(key):
+            raise error(shown, "not a valid environment variable name")
         if isinstance(value, str):
-            out[key] = value
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[key] = str(value)
+            text = value
+        elif numbers and isinstance(value, (int, float)) and not isinstance(value, bool):
+            text = str(value)
         else:
-            raise EnvValueError(key, f"must be a string or a number, not {type(value).__name__}")
-        if "\x00" in out[key]:
-            raise EnvValueError(key, "value holds a NUL byte")
-        if not encodable(out[key]):
-            raise EnvValueError(key, "value holds a lone surrogate (no child env can carry it)")
+            kinds = "a string or a number" if numbers else "a string"
+            raise error(shown, f"must be {kinds}, not {type(value).__name__}")
+        if not parent and "\x00" in text:
+            raise error(shown, "value holds a NUL byte")
+        if not encodable(text):
+            raise error(shown, "value holds a lone surrogate (no child env can carry it)")
+        out[key] = text
     return out
 
 
@@ -172,7 +207,8 @@ def snapshot_env(environ: Mapping[str, str], what: str = "base") -> dict[str, st
     """One consistent copy of a (possibly live, possibly churning) mapping of strings.
 
     Anything but a mapping of strings to strings is a ``ConfigurationError``
-    naming ``what`` (and the key, never a value).
+    naming ``what`` (and the key, never a value): ``env_entries``' rule for a
+    parent env, walked only when the two joins below find a problem.
     """
     if environ is os.environ:
         return ENVIRON_COPIES.copy(environ)  # strings only: os.environ refuses anything else
@@ -186,19 +222,17 @@ def snapshot_env(environ: Mapping[str, str], what: str = "base") -> dict[str, st
         )
     joined = _joined(copy)
     if joined is None or not (encodable(joined[0]) and encodable(joined[1])):
-        for key, value in copy.items():
-            if not isinstance(key, str):
-                raise ConfigurationError(f"{what}: a name is a {type(key).__name__}, not a string")
-            if not isinstance(value, str):
-                raise ConfigurationError(
-                    f"{what}: {key!r} holds a {type(value).__name__}, not a string"
-                )
-            if not encodable(key) or not encodable(value):
-                shown = repr(key.encode("utf-8", "backslashreplace").decode("ascii"))
-                raise ConfigurationError(
-                    f"{what}: {shown} holds a lone surrogate (no child env can carry it)"
-                )
+        env_entries(copy, what, config_entry_error(what), parent=True)  # raises, naming the key
     return copy
+
+
+def config_entry_error(what: str) -> EntryError:
+    """``error`` for ``env_entries``: a ``ConfigurationError`` naming ``what`` and the key."""
+
+    def error(key: str, reason: str) -> EnvscopeError:
+        return ConfigurationError(f"{what}: {key!r}: {reason}")
+
+    return error
 
 
 def _joined(env: dict[str, str]) -> tuple[str, str] | None:

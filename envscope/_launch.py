@@ -39,8 +39,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeVar
 
-from envscope._inputs import snapshot_env, valid_name
-from envscope.errors import ConfigurationError
+from envscope._inputs import config_entry_error, env_entries, snapshot_env
 from envscope.files._dotenv import read_dotenv
 from envscope.policy._declarations import Origin, OriginKind, norm
 
@@ -140,25 +139,9 @@ class _Residue:
 
 
 def fetch_source(source: SecretSource, home: str) -> dict[str, str]:
-    """What a secret source supplies for a home, checked: string names and string values."""
-    fetched = source.fetch(home)
-    if not isinstance(fetched, Mapping):
-        raise ConfigurationError(
-            f"secret source {source.name!r} returned a {type(fetched).__name__}, not a mapping"
-        )
-    out: dict[str, str] = {}
-    for key, value in fetched.items():
-        if not isinstance(key, str) or not valid_name(key):
-            raise ConfigurationError(
-                f"secret source {source.name!r} supplied an invalid name {key!r}"
-            )
-        if not isinstance(value, str) or "\x00" in value:
-            raise ConfigurationError(
-                f"secret source {source.name!r} supplied {key!r} with a value that is not "
-                "a string without NUL"
-            )
-        out[key] = value
-    return out
+    """What a secret source supplies for a home, checked by ``env_entries``: names and strings."""
+    what = f"secret source {source.name!r}"
+    return env_entries(source.fetch(home), what, config_entry_error(what))
 
 
 class LaunchState:

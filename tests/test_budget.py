@@ -293,7 +293,7 @@ def test_catalog_is_a_value_with_a_shared_memo() -> None:
     for name in ("AUX_X_KEY", "aux_y_key", "OTHER"):
         assert one.declaration(name) == one.lookup(name.upper()) == one.lookup(name.upper())
     assert one == two  # one has a filled memo, two an empty one
-    assert "AUX_X_KEY" in one._memo
+    assert "AUX_X_KEY" in one._memo.names
     assert "memo" not in repr(one)
     with pytest.raises(TypeError):
         hash(one)
@@ -301,22 +301,24 @@ def test_catalog_is_a_value_with_a_shared_memo() -> None:
         one.source = "x"  # type: ignore[misc]
 
 
-def test_policy_built_directly_keeps_what_it_was_given() -> None:
-    """``SecretPolicy(tier1, tier2, reasons)``: exactly those names, ahead of the catalog's."""
+def test_policy_built_directly_puts_its_own_names_ahead_of_the_catalogs() -> None:
+    """``SecretPolicy(own, catalog=...)``: its own declarations first, then the catalog's."""
     origin = Origin(OriginKind.ADAPTER, "host")
     catalog = Catalog.default()
-    policy = SecretPolicy(
-        frozenset({"OPENAI_API_KEY"}),
-        frozenset({"MY_URL"}),
-        {"OPENAI_API_KEY": origin, "MY_URL": origin},
-        catalog=catalog,
-    )
-    assert policy.tier1 == {"OPENAI_API_KEY"}
-    assert policy.tier2 == {"MY_URL"}
+    own = {
+        "OPENAI_API_KEY": Declaration("OPENAI_API_KEY", Tier.TIER1, origin),
+        "MY_URL": Declaration("MY_URL", Tier.TIER2, origin),
+    }
+    policy = SecretPolicy(own, catalog=catalog)
+    assert "OPENAI_API_KEY" in policy.tier1
+    assert "OPENAI_API_KEY" not in policy.tier2
+    assert "MY_URL" in policy.tier2
     assert policy.tier_of("openai_api_key") is Tier.TIER1  # the policy's own word first
     assert policy.tier_of("ANTHROPIC_API_KEY") is Tier.TIER2  # then the catalog's
-    assert dict(policy.reasons) == {"OPENAI_API_KEY": origin, "MY_URL": origin}
-    assert SecretPolicy(frozenset(), frozenset(), {}).tier_of("OPENAI_API_KEY") is None
+    assert policy.reasons["OPENAI_API_KEY"] == policy.reasons["MY_URL"] == origin
+    assert SecretPolicy(own).tier1 == {"OPENAI_API_KEY"}
+    assert dict(SecretPolicy(own).reasons) == {"OPENAI_API_KEY": origin, "MY_URL": origin}
+    assert SecretPolicy().tier_of("OPENAI_API_KEY") is None
 
 
 def test_built_policy_explicit_view(tree: dict[str, Path]) -> None:
@@ -332,7 +334,7 @@ def test_built_policy_explicit_view(tree: dict[str, Path]) -> None:
     with pytest.raises(TypeError):
         hash(policy)
     with pytest.raises(AttributeError, match="cannot assign"):
-        policy.complete = False
+        policy.complete = False  # type: ignore[misc]
     with pytest.raises(AttributeError, match="cannot delete"):
         del policy.complete
     declared = {"LAUNCHCHAT_BOT_TOKEN", "BUNDLEDONE_BOT_TOKEN"}

@@ -3,6 +3,8 @@
 The graph is built from the source (every ``import`` and ``from ... import``,
 module-level or inside a function), folded to one node per layer unit: a
 subpackage (``envscope.pipeline``) or a top-level module (``envscope.host``).
+The same edges, one node per module, must have no cycle either: inside a
+unit, modules import each other one way.
 """
 
 from __future__ import annotations
@@ -97,6 +99,15 @@ def unit_graph() -> dict[str, set[str]]:
     return graph
 
 
+def module_graph() -> dict[str, set[str]]:
+    """Which module of the package imports which (self-imports left out)."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = _module_of(path)
+        graph.setdefault(source, set()).update(t for t in _imports(path) if t != source)
+    return graph
+
+
 def upward(graph: dict[str, set[str]]) -> list[str]:
     """Each edge that goes to the same or a higher layer (front modules may share one)."""
     return [
@@ -157,6 +168,29 @@ def test_imports_only_go_down_the_layers() -> None:
 def test_no_cycle_between_units() -> None:
     """The unit graph is acyclic (a cycle would make the layers meaningless)."""
     assert cycle(unit_graph()) == []
+
+
+def test_no_cycle_between_modules() -> None:
+    """The module graph is acyclic: no two modules import each other, even inside a function."""
+    assert cycle(module_graph()) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [
+        ("envscope.policy._catalog_records", "envscope.policy.catalog"),
+        ("envscope.policy._declarations", "envscope.policy._secret_policy"),
+        ("envscope.files._fs", "envscope.files._trusted_file"),
+    ],
+)
+def test_the_check_sees_a_module_cycle_inside_a_unit(source: str, target: str) -> None:
+    """An edge back up inside one unit closes a module cycle the unit graph cannot see."""
+    graph = module_graph()
+    assert source in graph[target]  # the real edge the added one reverses
+    graph[source].add(target)
+    assert cycle(graph) != []
+    units = unit_graph()
+    assert cycle(units) == []  # folded into units, the same edge is a self-import
 
 
 @pytest.mark.parametrize(

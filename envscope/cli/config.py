@@ -178,15 +178,6 @@ def find_config(explicit: str | None, environ: Mapping[str, str]) -> ConfigChoic
     return None
 
 
-def _line_of(lines: Mapping[tuple[object, ...], int], loc: tuple[object, ...]) -> int | None:
-    """The line of the deepest node on pydantic's error path that the document has."""
-    for end in range(len(loc), -1, -1):
-        line = lines.get(loc[:end])
-        if line is not None:
-            return line
-    return None
-
-
 @functools.cache
 def _model() -> type[pydantic.BaseModel]:
     """The pydantic model of ``envscope.yaml`` (built on first use)."""
@@ -231,7 +222,7 @@ def load_config(path: str, *, trusted: bool = True) -> HostConfig:
     """
     import pydantic
 
-    from envscope.files._yaml import read_document
+    from envscope.files._yaml import read_document, validation_error
 
     if not trusted:
         check_trusted(path, ConfigFileError, "config")
@@ -242,12 +233,7 @@ def load_config(path: str, *, trusted: bool = True) -> HostConfig:
     try:
         parsed: Any = _model().model_validate(doc.root if doc.root is not None else {})
     except pydantic.ValidationError as exc:  # its errors hold the input values: keep none
-        first = exc.errors(include_url=False, include_input=False)[0]
-        loc = tuple(first["loc"])
-        where = ".".join(str(p) for p in loc) or "<root>"
-        failure: ConfigFileError | None = ConfigFileError(
-            path, first["msg"], field=where, line=_line_of(doc.lines, loc)
-        )
+        failure: ConfigFileError | None = validation_error(exc, doc, path, ConfigFileError)
     else:
         failure = None
     if failure is not None:

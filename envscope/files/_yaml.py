@@ -22,6 +22,9 @@ Every error is of the class the caller names (``ManifestError``,
 ``ConfigFileError``, ``CatalogError``) and names the file, the line where known
 and the field path; no message ever repeats a value of the document, and no
 error carries the parser's exception (which holds the text) as its context.
+``validation_error`` turns a schema's pydantic error about a document read here
+into the same kind of error, with the same field paths and lines, for every
+caller.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 from yaml.constructor import SafeConstructor
@@ -37,13 +40,19 @@ from yaml.resolver import Resolver
 
 from envscope.errors import FileError
 
+if TYPE_CHECKING:
+    import pydantic
+    from pydantic_core import ErrorDetails
+
 __all__ = [
     "MAX_DEPTH",
     "Document",
     "NodePath",
     "decode_yaml",
+    "locate",
     "read_document",
     "render_path",
+    "validation_error",
     "yaml_type_name",
 ]
 
@@ -51,6 +60,8 @@ MAX_DEPTH = 64
 
 NodePath = tuple[object, ...]
 """Where a node sits: mapping keys and sequence indexes from the root."""
+
+E = TypeVar("E", bound=FileError)
 
 _STD = "tag:yaml.org,2002:"
 _STR, _INT, _FLOAT, _BOOL, _NULL = (f"{_STD}{t}" for t in ("str", "int", "float", "bool", "null"))
@@ -354,3 +365,52 @@ def read_document(
     finally:
         loader.dispose()
     raise failure  # outside the handler: the error has no __context__
+
+
+def locate(doc: Document, loc: tuple[int | str, ...]) -> tuple[str, int | None]:
+    """The field path and line for a schema error's location in ``doc``.
+
+    The line is that of the deepest node that exists. When the location goes
+    on into a scalar (a bare-string entry checked as ``.name``, a union's
+    branch), the field stops at the scalar: ``requires_env[3]`` rather than
+    ``requires_env[3].name``.
+    """
+    node: object = doc.root
+    depth = 0
+    for part in loc:
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if not (in_list or (isinstance(node, dict) and part in node)):
+            break
+        node = node[part]  # type: ignore[index]
+        depth += 1
+    shown = loc if isinstance(node, (dict, list)) else loc[:depth]
+    return render_path(shown), doc.lines.get(tuple(loc[:depth]))
+
+
+def validation_error(
+    exc: pydantic.ValidationError,
+    doc: Document,
+    path: str,
+    error: type[E],
+    describe: Callable[[ErrorDetails], tuple[tuple[int | str, ...], str]] | None = None,
+) -> E:
+    """A schema's first problem in ``doc`` (by line) as an ``error``, with a count of the rest.
+
+    ``describe`` gives an error's location and message (default: pydantic's
+    location and message, which never hold the input); it may read the
+    input's type, never put the value in the message. The caller raises the
+    error outside its ``except`` so it carries no pydantic context (that
+    holds the input).
+    """
+    errors = exc.errors(include_url=False, include_input=describe is not None)
+    located = []
+    for err in errors:
+        loc, message = describe(err) if describe is not None else (tuple(err["loc"]), err["msg"])
+        where, line = locate(doc, loc)
+        located.append((line if line is not None else 0, where, line, message))
+    located.sort(key=lambda item: item[0])  # the earliest problem in the file first
+    _, where, line, message = located[0]
+    if len(errors) > 1:
+        more = len(errors) - 1
+        message += f" (and {more} more problem{'s' if more > 1 else ''})"
+    return error(path, message, line=line, field=where or "<root>")

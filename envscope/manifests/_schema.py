@@ -23,7 +23,7 @@ PyYAML nor pydantic is imported until the first ``parse_manifest``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -191,50 +191,18 @@ _MESSAGES = {
 _OWN_MESSAGES = frozenset({"env_name", "flag_conflict"})
 
 
-def _locate(doc: Document, loc: tuple[int | str, ...]) -> tuple[str, int | None]:
-    """The field path and line for a pydantic error location in ``doc``.
-
-    The line is that of the deepest node that exists. When the location goes
-    on into a scalar (a bare-string entry checked as ``.name``), the field
-    stops at the scalar: ``requires_env[3]`` rather than ``requires_env[3].name``.
-    """
-    from envscope.files._yaml import render_path
-
-    node: object = doc.root
-    depth = 0
-    for part in loc:
-        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
-        if not (in_list or (isinstance(node, dict) and part in node)):
-            break
-        node = node[part]  # type: ignore[index]
-        depth += 1
-    shown = loc if isinstance(node, (dict, list)) else loc[:depth]
-    return render_path(shown), doc.lines.get(tuple(loc[:depth]))
-
-
-def _error(doc: Document, path: str, errors: Sequence[ErrorDetails]) -> ManifestError:
-    """The first problem in the file (by line) as a ``ManifestError``, with a count of the rest."""
+def _describe(err: ErrorDetails) -> tuple[tuple[int | str, ...], str]:
+    """A manifest schema error's location and message (the input's type, never its value)."""
     from envscope.files._yaml import yaml_type_name
 
-    located = []
-    for err in errors:
-        loc = tuple(err["loc"])
-        if err["type"] == "flag_conflict":
-            loc = (*loc, "password")
-        field, line = _locate(doc, loc)
-        located.append((line if line is not None else 0, field, line, err))
-    located.sort(key=lambda item: item[0])  # the earliest problem in the file first
-    _, field, line, err = located[0]
+    loc = tuple(err["loc"])
     kind = err["type"]
+    if kind == "flag_conflict":
+        loc = (*loc, "password")
     if kind in _OWN_MESSAGES:
-        message = err["msg"]
-    else:
-        template = _MESSAGES.get(kind, "is invalid ({kind})")
-        message = template.format(got=yaml_type_name(err.get("input")), kind=kind)
-    if len(errors) > 1:
-        more = len(errors) - 1
-        message += f" (and {more} more problem{'s' if more > 1 else ''})"
-    return ManifestError(path, message, line=line, field=field or None)
+        return loc, err["msg"]
+    template = _MESSAGES.get(kind, "is invalid ({kind})")
+    return loc, template.format(got=yaml_type_name(err.get("input")), kind=kind)
 
 
 def parse_manifest(data: bytes, path: str) -> Manifest:
@@ -245,7 +213,7 @@ def parse_manifest(data: bytes, path: str) -> Manifest:
     """
     from pydantic import ValidationError
 
-    from envscope.files._yaml import read_document, yaml_type_name
+    from envscope.files._yaml import read_document, validation_error, yaml_type_name
 
     path = str(path)
     doc = read_document(
@@ -262,5 +230,5 @@ def parse_manifest(data: bytes, path: str) -> Manifest:
     try:
         return _validator()(doc, path)
     except ValidationError as exc:  # it holds the input values: keep it out of the chain
-        failure = _error(doc, path, exc.errors(include_url=False))
+        failure = validation_error(exc, doc, path, ManifestError, _describe)
     raise failure  # outside the handler: the error has no __context__

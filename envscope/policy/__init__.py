@@ -2,7 +2,8 @@
 
 Owns the declaration records and tiers (``_declarations``), the reason
 vocabulary (``_reasons``), the catalog and its schema and data
-(``catalog``, ``_catalog_schema``, ``data/catalog.yaml``, ``_catalog_doc``),
+(``catalog`` over ``_catalog_schema`` over ``_catalog_records``, ``data/catalog.yaml``,
+``_catalog_doc``),
 the resolved ``SecretPolicy`` and census (``_secret_policy``), surfaces
 (``surfaces``) and secret sources (``sources``).
 

@@ -21,16 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from envscope._inputs import portable_name
 from envscope.errors import CatalogError
-from envscope.policy._declarations import (
-    Declaration,
-    Origin,
-    OriginKind,
-    Tier,
-    has_secret_suffix,
-    norm,
-)
-from envscope.policy.catalog import (
-    Catalog,
+from envscope.policy._catalog_records import (
     CatalogCategory,
     CatalogEntry,
     CatalogPattern,
@@ -39,13 +30,21 @@ from envscope.policy.catalog import (
     strict_first,
     stricter,
 )
+from envscope.policy._declarations import (
+    Declaration,
+    Origin,
+    OriginKind,
+    Tier,
+    has_secret_suffix,
+    norm,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     import pydantic
 
-__all__ = ["build_catalog", "catalog_model", "read_vectors", "vectors_model"]
+__all__ = ["catalog_fields", "catalog_model", "read_vectors", "vectors_model"]
 
 MAX_VECTORS_BYTES = 128 * 1024
 PLATFORMS = ("any", "posix", "linux", "macos", "aix", "hpux", "irix", "windows")
@@ -148,8 +147,12 @@ def catalog_model() -> type[pydantic.BaseModel]:
     return CatalogDoc
 
 
-def build_catalog(doc: Any, source: str) -> Catalog:
-    """The ``Catalog`` a validated document declares (``source`` names it in origins)."""
+def catalog_fields(doc: Any, source: str) -> dict[str, Any]:
+    """The ``Catalog`` fields a validated document declares (``source`` names it in origins).
+
+    ``Catalog._from_document`` builds the catalog from them: this module
+    names no ``Catalog`` (the catalog module imports it, never the reverse).
+    """
     names: dict[str, Declaration] = {}
     patterns: list[CatalogPattern] = []
     providers: dict[str, str] = {}
@@ -197,18 +200,18 @@ def build_catalog(doc: Any, source: str) -> Catalog:
     for p in doc.patterns:
         pattern(p.pattern, Tier(p.tier), p.reason or p.pattern)
     vectors = doc.injection_vectors
-    return Catalog(
-        names=MappingProxyType(names),
-        patterns=strict_first(tuple(patterns)),
-        platform_prefixes=frozenset(norm(p) for p in doc.platform_prefixes),
-        global_names=frozenset(norm(n) for n in doc.global_names),
-        network_trust=frozenset(norm(n) for n in doc.network_trust),
-        source=source,
-        injection_names=frozenset(norm(n) for n in vectors if not n.endswith("*")),
-        injection_prefixes=tuple(norm(n[:-1]) for n in vectors if n.endswith("*")),
-        categories=tuple(categories),
-        providers=MappingProxyType(providers),
-    )
+    return {
+        "names": MappingProxyType(names),
+        "patterns": strict_first(tuple(patterns)),
+        "platform_prefixes": frozenset(norm(p) for p in doc.platform_prefixes),
+        "global_names": frozenset(norm(n) for n in doc.global_names),
+        "network_trust": frozenset(norm(n) for n in doc.network_trust),
+        "source": source,
+        "injection_names": frozenset(norm(n) for n in vectors if not n.endswith("*")),
+        "injection_prefixes": tuple(norm(n[:-1]) for n in vectors if n.endswith("*")),
+        "categories": tuple(categories),
+        "providers": MappingProxyType(providers),
+    }
 
 
 @functools.cache
@@ -266,7 +269,7 @@ def read_vectors(data: bytes, source: str) -> tuple[tuple[VectorCategory, ...], 
     """The categories and source links of an injection-vector table (errors name the field)."""
     import pydantic
 
-    from envscope.files._yaml import read_document
+    from envscope.files._yaml import read_document, validation_error
 
     doc = read_document(
         data, source, error=CatalogError, kind="injection-vector table", max_bytes=MAX_VECTORS_BYTES
@@ -274,9 +277,7 @@ def read_vectors(data: bytes, source: str) -> tuple[tuple[VectorCategory, ...], 
     try:
         parsed: Any = vectors_model().model_validate(doc.root)
     except pydantic.ValidationError as exc:  # its errors hold the input values: keep none
-        first = exc.errors(include_url=False, include_input=False)[0]
-        where = ".".join(str(p) for p in first["loc"]) or "<root>"
-        failure: CatalogError | None = CatalogError(source, first["msg"], field=where)
+        failure: CatalogError | None = validation_error(exc, doc, source, CatalogError)
     else:
         failure = None
     if failure is not None:

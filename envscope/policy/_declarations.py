@@ -31,6 +31,20 @@ def norm(name: str) -> str:
     return name.upper()
 
 
+def glob_source(glob: str) -> str:
+    """The regex source matching a whole upper-cased name against one glob (any case).
+
+    The one glob dialect of envscope, Codex's wildmatch: ``*`` is any run of
+    characters (possibly empty), ``?`` one character, and everything else,
+    ``[`` and ``]`` included, is literal. Catalog patterns and surface
+    ``include``/``exclude`` globs both compile through it.
+    """
+    import re
+
+    body = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in norm(glob))
+    return f"(?s:{body})\\Z"
+
+
 def has_secret_suffix(name: str) -> bool:
     """True when the upper-cased name ends in one of the secret suffixes."""
     return norm(name).endswith(SECRET_SUFFIXES)
@@ -77,7 +91,6 @@ def record_repr(record: object, masked: tuple[str, ...] = ()) -> str:
     return f"{type(record).__name__}({', '.join(parts)})"
 
 
-_set = object.__setattr__
 MASK = "********"
 
 

@@ -16,14 +16,15 @@ to the catalog: the names the manifests and adapters declare that the
 catalog does not (``own``), the deny prefixes and the platform prefixes. The
 catalog's part is looked up in the catalog itself, whose answers are
 memoised once per catalog and shared by every home. ``tier1``, ``tier2`` and
-``reasons`` (the whole explicit view) are built on first access.
+``reasons`` (the whole explicit view) are computed when asked (explain and
+the CLI ask; a build never does).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from envscope.policy._declarations import (
@@ -120,175 +121,58 @@ class _Explicit(Mapping[str, Declaration]):
         return len(self._catalog) + sum(1 for k in self._own if k not in self._catalog)
 
 
+def _no_catalog() -> Catalog:
+    """The empty catalog (imported on first use: a policy without a catalog is a test's)."""
+    from envscope.policy.catalog import Catalog
+
+    return Catalog()
+
+
+@dataclass(frozen=True, slots=True, repr=False)
 class SecretPolicy:
     """The declared secrets of one home (immutable).
 
-    ``tier1``/``tier2`` hold the explicitly declared (upper-cased) names;
-    names matched by a catalog pattern or a partial scan's deny prefix are
-    answered by ``tier_of``. ``reasons`` maps each explicit name to where its
-    rule came from. ``complete`` is False when a manifest scan was partial
-    (``problems`` says where); the policy then errs on the side of stripping.
-
-    Built directly (``SecretPolicy(tier1, tier2, reasons, ...)``) the explicit
-    names win over the catalog's; ``build_policy`` never gives them a name the
-    catalog declares, so the order does not matter there.
+    ``own`` holds the declarations the home adds over the ``catalog``'s
+    (upper-cased name → declaration; ``build_policy`` never gives it a name the
+    catalog declares, and built directly its names win over the catalog's).
+    ``home_prefixes`` are the platform prefixes the home adds (a prefix the
+    catalog already has is dropped: the catalog's set is shared, never copied).
+    ``tier1``/``tier2`` hold the explicitly declared (upper-cased) names, the
+    catalog's and the home's; names matched by a catalog pattern or a partial
+    scan's deny prefix are answered by ``tier_of``. ``reasons`` maps each
+    explicit name to where its rule came from. ``complete`` is False when a
+    manifest scan was partial (``problems`` says where); the policy then errs
+    on the side of stripping. Equal by value; unhashable (it holds mappings).
     """
 
-    __slots__ = (
-        "_deny",
-        "_explicit",
-        "_loose",
-        "_own",
-        "_own_prefixes",
-        "_reasons",
-        "_tier1",
-        "_tier2",
-        "catalog",
-        "complete",
-        "deny_prefixes",
-        "generation",
-        "problems",
-    )
+    own: Mapping[str, Declaration] = field(default_factory=lambda: EMPTY_MAPPING)
+    catalog: Catalog = field(default_factory=_no_catalog)
+    complete: bool = True
+    problems: tuple[Problem, ...] = ()
+    deny_prefixes: Mapping[str, Origin] = field(default_factory=lambda: EMPTY_MAPPING)
+    home_prefixes: frozenset[str] = frozenset()
+    generation: int = 0
+    # derived in __post_init__ for the spawn path (never compared: the fields above decide)
+    _loose: tuple[str, ...] = field(init=False, compare=False)
+    _deny: tuple[tuple[str, Origin], ...] = field(init=False, compare=False)
 
-    _own: dict[str, Declaration]
-    _explicit: _Explicit | None
-    _tier1: frozenset[str] | None
-    _tier2: frozenset[str] | None
-    _reasons: Mapping[str, Origin] | None
-    _own_prefixes: frozenset[str]
-    _loose: tuple[str, ...]
-    _deny: tuple[tuple[str, Origin], ...]
-    complete: bool
-    problems: tuple[Problem, ...]
-    catalog: Catalog
-    deny_prefixes: Mapping[str, Origin]
-    generation: int
-
-    def __init__(
-        self,
-        tier1: Iterable[str],
-        tier2: Iterable[str],
-        reasons: Mapping[str, Origin],
-        complete: bool = True,
-        problems: tuple[Problem, ...] = (),
-        catalog: Catalog | None = None,
-        deny_prefixes: Mapping[str, Origin] = EMPTY_MAPPING,
-        platform_prefixes: frozenset[str] = frozenset(),
-        generation: int = 0,
-    ) -> None:
-        tier1, tier2 = frozenset(tier1), frozenset(tier2)
-        own: dict[str, Declaration] = {}
-        for tier, names in ((Tier.TIER2, tier2), (Tier.TIER1, tier1)):
-            for name in names:
-                own[name] = Declaration(name, tier, reasons[name])
-        if catalog is None:
-            from envscope.policy.catalog import Catalog
-
-            catalog = Catalog()
-        self._setup(
-            own,
-            catalog=catalog,
-            complete=complete,
-            problems=problems,
-            deny_prefixes=deny_prefixes,
-            platform_prefixes=platform_prefixes,
-            generation=generation,
-        )
-        # Built directly, the explicit view is exactly what the caller passed.
-        object.__setattr__(self, "_tier1", tier1)
-        object.__setattr__(self, "_tier2", tier2)
-        object.__setattr__(self, "_reasons", reasons)
-
-    @classmethod
-    def _of(
-        cls,
-        own: dict[str, Declaration],
-        *,
-        catalog: Catalog,
-        complete: bool,
-        problems: tuple[Problem, ...],
-        deny_prefixes: Mapping[str, Origin],
-        platform_prefixes: frozenset[str],
-        generation: int,
-    ) -> SecretPolicy:
-        """A policy from the names its home adds to ``catalog`` (none of them the catalog's)."""
-        policy = cls.__new__(cls)
-        policy._setup(
-            own,
-            catalog=catalog,
-            complete=complete,
-            problems=problems,
-            deny_prefixes=deny_prefixes,
-            platform_prefixes=platform_prefixes,
-            generation=generation,
-        )
-        return policy
-
-    def _setup(
-        self,
-        own: dict[str, Declaration],
-        *,
-        catalog: Catalog,
-        complete: bool,
-        problems: tuple[Problem, ...],
-        deny_prefixes: Mapping[str, Origin],
-        platform_prefixes: frozenset[str],
-        generation: int,
-    ) -> None:
+    def __post_init__(self) -> None:
         store = object.__setattr__
-        store(self, "_own", own)
-        store(self, "catalog", catalog)
-        store(self, "complete", complete)
-        store(self, "problems", problems)
-        store(self, "deny_prefixes", deny_prefixes)
-        store(self, "generation", generation)
-        # The catalog's prefix set is shared by every policy (never copied): a policy keeps
-        # only its home's own prefixes, and is_gate looks a name's ``_``-ended heads up in both.
-        shared = catalog.platform_prefixes
-        own_prefixes = frozenset(p for p in platform_prefixes if p not in shared)
-        store(self, "_own_prefixes", own_prefixes)
+        shared = self.catalog.platform_prefixes
+        own_prefixes = frozenset(p for p in self.home_prefixes if p not in shared)
+        store(self, "home_prefixes", own_prefixes)
+        # a prefix not ending in ``_`` is matched by startswith (usually none)
         loose = [p for p in own_prefixes if not p.endswith("_")]
         loose += [p for p in shared if not p.endswith("_")]
-        store(self, "_loose", tuple(loose))  # a prefix not ending in ``_``: matched by startswith
-        store(self, "_deny", tuple(deny_prefixes.items()))
-        store(self, "_explicit", None)
-        store(self, "_tier1", None)
-        store(self, "_tier2", None)
-        store(self, "_reasons", None)
+        store(self, "_loose", tuple(loose))
+        store(self, "_deny", tuple(self.deny_prefixes.items()))
+
+    __hash__ = None  # type: ignore[assignment]  # it holds mappings: never hashable
 
     @property
     def platform_prefixes(self) -> frozenset[str]:
         """Every platform prefix of the gate rule: the catalog's and the home's own."""
-        return self.catalog.platform_prefixes | self._own_prefixes
-
-    # -- immutability and value semantics (as the frozen dataclass it was) --
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}: SecretPolicy is immutable")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}: SecretPolicy is immutable")
-
-    def _key(self) -> tuple[object, ...]:
-        return (
-            self.tier1,
-            self.tier2,
-            dict(self.reasons),
-            self.complete,
-            self.problems,
-            self.catalog,
-            dict(self.deny_prefixes),
-            self.platform_prefixes,
-            self.generation,
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        assert isinstance(other, SecretPolicy)
-        return other is self or self._key() == other._key()
-
-    __hash__ = None  # type: ignore[assignment]  # reasons is a mapping: never hashable
+        return self.catalog.platform_prefixes | self.home_prefixes
 
     def __repr__(self) -> str:
         return (
@@ -298,52 +182,36 @@ class SecretPolicy:
             f"generation={self.generation})"
         )
 
-    # -- the explicit view, built on first use (explain, the CLI; never a build) --
+    # -- the explicit view, computed on each use (explain, the CLI; never a build) --
 
-    def _explicit_view(self) -> _Explicit:
-        view = self._explicit
-        if view is None:
-            view = _Explicit(self.catalog.names, self._own)
-            object.__setattr__(self, "_explicit", view)
-        return view
+    def _explicit(self) -> _Explicit:
+        return _Explicit(self.catalog.names, self.own)
 
     def _tier(self, tier: Tier) -> frozenset[str]:
-        explicit = self._explicit_view()
+        explicit = self._explicit()
         return frozenset(k for k in explicit if explicit[k].tier is tier)
 
     @property
     def tier1(self) -> frozenset[str]:
         """The explicitly declared Tier 1 names (upper-cased)."""
-        found = self._tier1
-        if found is None:
-            found = self._tier(Tier.TIER1)
-            object.__setattr__(self, "_tier1", found)
-        return found
+        return self._tier(Tier.TIER1)
 
     @property
     def tier2(self) -> frozenset[str]:
         """The explicitly declared Tier 2 names (upper-cased)."""
-        found = self._tier2
-        if found is None:
-            found = self._tier(Tier.TIER2)
-            object.__setattr__(self, "_tier2", found)
-        return found
+        return self._tier(Tier.TIER2)
 
     @property
     def reasons(self) -> Mapping[str, Origin]:
-        """Each explicit name → where its rule came from (a read-only view)."""
-        found = self._reasons
-        if found is None:
-            found = _Reasons(self._explicit_view())
-            object.__setattr__(self, "_reasons", found)
-        return found
+        """Each explicit name → where its rule came from (a read-only view, no copy)."""
+        return _Reasons(self._explicit())
 
     # -- the spawn path --------------------------------------------------------
 
     def declaration(self, name: str) -> Declaration | None:
         """How this policy declares a name (any case), or None when it does not."""
         key = name.upper()
-        found = self._own.get(key)
+        found = self.own.get(key)
         if found is not None:
             return found
         found = self.catalog.lookup(key)
@@ -369,7 +237,7 @@ class SecretPolicy:
         (``DISCORD_IGNORED_CHANNELS``, ``SLACK_HOME_CHANNEL``) after the prefix.
         """
         key = name.upper()
-        shared, own = self.catalog.platform_prefixes, self._own_prefixes
+        shared, own = self.catalog.platform_prefixes, self.home_prefixes
         head = None
         cut = key.find("_")
         while cut >= 0:  # the name's heads that end in ``_``, shortest first: one lookup each
@@ -450,12 +318,12 @@ def build_policy(
             if has_secret_suffix(name) and not norm(name).startswith(deny):
                 origin = Origin(OriginKind.ADAPTER, adapter.name)
                 add(Declaration(norm(name), Tier.TIER2, origin))
-    return SecretPolicy._of(
+    return SecretPolicy(
         own,
         catalog=catalog,
         complete=manifests.complete,
         problems=manifests.problems,
         deny_prefixes=manifests.deny_prefixes,
-        platform_prefixes=frozenset(prefixes),
+        home_prefixes=frozenset(prefixes),
         generation=manifests.generation,
     )

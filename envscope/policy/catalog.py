@@ -10,23 +10,35 @@ stricter tier).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from envscope.errors import CatalogError
+from envscope.policy._catalog_records import (
+    CatalogCategory,
+    CatalogEntry,
+    CatalogPattern,
+    VectorCategory,
+    VectorRow,
+    strict_first,
+    stricter,
+)
 from envscope.policy._declarations import (
     Declaration,
     Origin,
     OriginKind,
     Tier,
+    glob_source,
     norm,
 )
 
 if TYPE_CHECKING:
     import re
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
     from pathlib import Path
+
+    from envscope.files._yaml import Document
 
 
 __all__ = [
@@ -49,66 +61,6 @@ _LOOKUP_MEMO_MAX = 8192
 _MISSING = object()
 _NO_NAMES: Mapping[str, Declaration] = MappingProxyType({})
 _NO_SOURCES: Mapping[str, str] = MappingProxyType({})
-_set = object.__setattr__
-
-
-@dataclass(frozen=True, slots=True)
-class CatalogPattern:
-    """A glob over upper-cased names (``*`` = any run, possibly empty) with its tier."""
-
-    pattern: str
-    tier: Tier
-    origin: Origin
-
-
-@dataclass(frozen=True, slots=True)
-class CatalogEntry:
-    """One documented catalog entry: a name (or a ``*`` glob), what it is, where that is said.
-
-    ``examples`` are real names a glob matches (the hygiene tests check each one).
-    """
-
-    name: str
-    about: str
-    source: str
-    examples: tuple[str, ...] = ()
-    provider: str | None = None
-
-    @property
-    def is_pattern(self) -> bool:
-        """True when the entry is a glob over names rather than one name."""
-        return "*" in self.name
-
-
-@dataclass(frozen=True, slots=True)
-class CatalogCategory:
-    """A category of the catalog: its id, title, tier (every entry's), description, entries."""
-
-    id: str
-    title: str
-    tier: Tier
-    about: str
-    entries: tuple[CatalogEntry, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class VectorRow:
-    """One injection-vector row: a name (or ``PREFIX*``), its platform and its source keys."""
-
-    name: str
-    platform: str
-    sources: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class VectorCategory:
-    """A category of the injection-vector table; ``opt_in`` for the redirecting family."""
-
-    id: str
-    title: str
-    opt_in: bool
-    about: str
-    rows: tuple[VectorRow, ...]
 
 
 def _split(rows: Iterable[str]) -> tuple[frozenset[str], tuple[str, ...]]:
@@ -120,17 +72,21 @@ def _split(rows: Iterable[str]) -> tuple[frozenset[str], tuple[str, ...]]:
     )
 
 
-def stricter(a: Declaration, b: Declaration) -> Declaration:
-    """Of two declarations of one name, the one with the stricter tier (first on a tie)."""
-    return b if b.tier.value < a.tier.value else a
+@dataclass(slots=True)
+class CatalogMemo:
+    """A catalog's lookup answers and compiled patterns, filled on the spawn path.
+
+    Mutable state, not a record: ``Catalog.lookup`` memoises up to
+    ``_LOOKUP_MEMO_MAX`` names here and compiles the patterns on first use.
+    Filled lock-free (a dict get and set and an attribute store are atomic); a
+    racing thread computes the same answer.
+    """
+
+    names: dict[str, Declaration | None] = field(default_factory=dict)
+    patterns: object = _MISSING
 
 
-def strict_first(patterns: tuple[CatalogPattern, ...]) -> tuple[CatalogPattern, ...]:
-    """Patterns with Tier 1 first (stable): a name two patterns match gets the stricter tier."""
-    return tuple(sorted(patterns, key=lambda p: p.tier.value))
-
-
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(frozen=True, slots=True)
 class Catalog:
     """Declared names (upper-cased → declaration), patterns, platform prefixes, global names.
 
@@ -138,62 +94,25 @@ class Catalog:
     (upper-cased): never launch residue, forwarded to MCP children unless the
     host turns that off. ``categories`` documents the entries a ``categories:`` section declared
     (for docs/catalog.md and the hygiene tests); lookups never read it.
-    Immutable; equal by value (unhashable: it holds a mapping).
+    Immutable; equal by value (unhashable: it holds a mapping). Its lookup
+    answers live in a ``CatalogMemo`` it owns (no part of equality or repr).
     """
 
-    names: Mapping[str, Declaration]
-    patterns: tuple[CatalogPattern, ...]
-    platform_prefixes: frozenset[str]
-    global_names: frozenset[str]
-    injection_names: frozenset[str]
-    injection_prefixes: tuple[str, ...]
-    source: str
-    categories: tuple[CatalogCategory, ...]
-    network_trust: frozenset[str]
-    redirecting_names: frozenset[str]
-    redirecting_prefixes: tuple[str, ...]
-    vector_categories: tuple[VectorCategory, ...]
-    vector_sources: Mapping[str, str]
-    providers: Mapping[str, str]
-    # lookup()'s memo: upper-cased name -> the catalog's declaration or None. No part of
-    # equality or repr; filled lock-free (dict get and set are atomic).
-    _memo: dict[str, Declaration | None] = field(init=False, repr=False, compare=False)
-    # the compiled patterns (see _pattern_regex), _MISSING until first used
-    _regex: object = field(init=False, repr=False, compare=False)
-
-    def __init__(
-        self,
-        names: Mapping[str, Declaration] = _NO_NAMES,
-        patterns: tuple[CatalogPattern, ...] = (),
-        platform_prefixes: frozenset[str] = frozenset(),
-        global_names: frozenset[str] = frozenset(),
-        source: str = "<empty>",
-        injection_names: frozenset[str] = frozenset(),
-        injection_prefixes: tuple[str, ...] = (),
-        categories: tuple[CatalogCategory, ...] = (),
-        network_trust: frozenset[str] = frozenset(),
-        redirecting_names: frozenset[str] = frozenset(),
-        redirecting_prefixes: tuple[str, ...] = (),
-        vector_categories: tuple[VectorCategory, ...] = (),
-        vector_sources: Mapping[str, str] = _NO_SOURCES,
-        providers: Mapping[str, str] = _NO_SOURCES,
-    ) -> None:
-        _set(self, "names", names)
-        _set(self, "patterns", patterns)
-        _set(self, "platform_prefixes", platform_prefixes)
-        _set(self, "global_names", global_names)
-        _set(self, "injection_names", injection_names)
-        _set(self, "injection_prefixes", injection_prefixes)
-        _set(self, "source", source)
-        _set(self, "categories", categories)
-        _set(self, "network_trust", network_trust)
-        _set(self, "redirecting_names", redirecting_names)
-        _set(self, "redirecting_prefixes", redirecting_prefixes)
-        _set(self, "vector_categories", vector_categories)
-        _set(self, "vector_sources", vector_sources)
-        _set(self, "providers", providers)
-        _set(self, "_memo", {})
-        _set(self, "_regex", _MISSING)
+    names: Mapping[str, Declaration] = field(default_factory=lambda: _NO_NAMES)
+    patterns: tuple[CatalogPattern, ...] = ()
+    platform_prefixes: frozenset[str] = frozenset()
+    global_names: frozenset[str] = frozenset()
+    source: str = "<empty>"
+    injection_names: frozenset[str] = frozenset()
+    injection_prefixes: tuple[str, ...] = ()
+    categories: tuple[CatalogCategory, ...] = ()
+    network_trust: frozenset[str] = frozenset()
+    redirecting_names: frozenset[str] = frozenset()
+    redirecting_prefixes: tuple[str, ...] = ()
+    vector_categories: tuple[VectorCategory, ...] = ()
+    vector_sources: Mapping[str, str] = field(default_factory=lambda: _NO_SOURCES)
+    providers: Mapping[str, str] = field(default_factory=lambda: _NO_SOURCES)
+    _memo: CatalogMemo = field(default_factory=CatalogMemo, init=False, repr=False, compare=False)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -234,58 +153,40 @@ class Catalog:
         doc = read_document(
             raw, source, error=CatalogError, kind="catalog", max_bytes=MAX_CATALOG_BYTES
         )
-        return cls._from_document(doc.root, doc.lines, source)
+        return cls._from_document(doc, source)
 
     @classmethod
     def from_mapping(cls, doc: object, *, source: str = "<mapping>") -> Catalog:
-        """Validate an already-parsed catalog document."""
-        return cls._from_document(doc, {}, source)
+        """Validate an already-parsed catalog document (errors name no line)."""
+        from envscope.files._yaml import Document
+
+        return cls._from_document(Document(root=doc, lines={}), source)
 
     @classmethod
-    def _from_document(
-        cls, doc: object, lines: Mapping[tuple[object, ...], int], source: str
-    ) -> Catalog:
+    def _from_document(cls, doc: Document, source: str) -> Catalog:
         import pydantic
 
-        from envscope.policy._catalog_schema import build_catalog, catalog_model
+        from envscope.files._yaml import validation_error
+        from envscope.policy._catalog_schema import catalog_fields, catalog_model
 
         try:
-            parsed = catalog_model().model_validate(doc if doc is not None else {})
+            parsed = catalog_model().model_validate(doc.root if doc.root is not None else {})
         except pydantic.ValidationError as exc:  # its errors hold the input values: keep none
-            first = exc.errors(include_url=False, include_input=False)[0]
-            loc = tuple(first["loc"])
-            where = ".".join(str(p) for p in loc) or "<root>"
-            line = next((lines[loc[:n]] for n in range(len(loc), -1, -1) if loc[:n] in lines), None)
-            failure: CatalogError | None = CatalogError(
-                source, first["msg"], field=where, line=line
-            )
+            failure: CatalogError | None = validation_error(exc, doc, source, CatalogError)
         else:
             failure = None
         if failure is not None:
             raise failure
-        return build_catalog(parsed, source)
+        return cls(**catalog_fields(parsed, source))
 
     def extend(self, other: Catalog) -> Catalog:
-        """A catalog declaring everything both declare (the stricter tier wins per name)."""
-        names = dict(self.names)
-        for key, decl in other.names.items():
-            names[key] = stricter(names[key], decl) if key in names else decl
-        return Catalog(
-            names=MappingProxyType(names),
-            patterns=strict_first(self.patterns + other.patterns),
-            platform_prefixes=self.platform_prefixes | other.platform_prefixes,
-            global_names=self.global_names | other.global_names,
-            source=f"{self.source}+{other.source}",
-            injection_names=self.injection_names | other.injection_names,
-            injection_prefixes=self.injection_prefixes + other.injection_prefixes,
-            categories=self.categories + other.categories,
-            network_trust=self.network_trust | other.network_trust,
-            redirecting_names=self.redirecting_names | other.redirecting_names,
-            redirecting_prefixes=self.redirecting_prefixes + other.redirecting_prefixes,
-            vector_categories=self.vector_categories + other.vector_categories,
-            vector_sources=MappingProxyType({**self.vector_sources, **other.vector_sources}),
-            providers=MappingProxyType({**other.providers, **self.providers}),
-        )
+        """A catalog declaring everything both declare (the stricter tier wins per name).
+
+        Every field is merged by its rule in ``_MERGE`` (a field without one is a
+        ``KeyError`` here, never a field silently reset).
+        """
+        merged = {f.name: _MERGE[f.name](self, other) for f in fields(self) if f.init}
+        return Catalog(**merged)  # type: ignore[arg-type]
 
     def with_vectors(
         self, categories: tuple[VectorCategory, ...], sources: Mapping[str, str]
@@ -295,21 +196,14 @@ class Catalog:
         opt_in = [r.name for c in categories if c.opt_in for r in c.rows]
         names, prefixes = _split(always)
         r_names, r_prefixes = _split(opt_in)
-        return Catalog(
-            names=self.names,
-            patterns=self.patterns,
-            platform_prefixes=self.platform_prefixes,
-            global_names=self.global_names,
-            source=self.source,
+        return replace(
+            self,
             injection_names=self.injection_names | names,
             injection_prefixes=self.injection_prefixes + prefixes,
-            categories=self.categories,
-            network_trust=self.network_trust,
             redirecting_names=self.redirecting_names | r_names,
             redirecting_prefixes=self.redirecting_prefixes + r_prefixes,
             vector_categories=self.vector_categories + categories,
             vector_sources=MappingProxyType({**self.vector_sources, **sources}),
-            providers=self.providers,
         )
 
     def is_injection_vector(self, name: str) -> bool:
@@ -354,19 +248,17 @@ class Catalog:
         return self.extend(Catalog(names=MappingProxyType(extra), source=detail))
 
     def _pattern_regex(self) -> tuple[re.Pattern[str], tuple[CatalogPattern, ...]] | None:
-        """One compiled alternation of every pattern (built on first use, then kept)."""
-        compiled = self._regex
+        """One compiled alternation of every pattern (``glob_source``'s dialect; built once)."""
+        memo = self._memo
+        compiled = memo.patterns
         if compiled is _MISSING:
             compiled = None
             if self.patterns:
-                import fnmatch
                 import re
 
-                parts = [
-                    f"(?P<p{i}>{fnmatch.translate(p.pattern)})" for i, p in enumerate(self.patterns)
-                ]
+                parts = [f"(?P<p{i}>{glob_source(p.pattern)})" for i, p in enumerate(self.patterns)]
                 compiled = (re.compile("|".join(parts)), self.patterns)
-            _set(self, "_regex", compiled)  # idempotent: a racing thread builds the same
+            memo.patterns = compiled  # idempotent: a racing thread builds the same
         return compiled  # type: ignore[return-value]
 
     def match_pattern(self, key: str) -> CatalogPattern | None:
@@ -386,7 +278,7 @@ class Catalog:
 
     def lookup(self, key: str) -> Declaration | None:
         """``declaration`` for an upper-cased name, memoised per catalog (the spawn path)."""
-        memo = self._memo
+        memo = self._memo.names
         found = memo.get(key, _MISSING)
         if found is not _MISSING:
             return found  # type: ignore[return-value]
@@ -398,6 +290,34 @@ class Catalog:
         if len(memo) < _LOOKUP_MEMO_MAX:
             memo[key] = found
         return found
+
+
+def _names(a: Catalog, b: Catalog) -> Mapping[str, Declaration]:
+    names = dict(a.names)
+    for key, decl in b.names.items():
+        names[key] = stricter(names[key], decl) if key in names else decl
+    return MappingProxyType(names)
+
+
+_MERGE: Mapping[str, Callable[[Catalog, Catalog], object]] = MappingProxyType(
+    {
+        "names": _names,
+        "patterns": lambda a, b: strict_first(a.patterns + b.patterns),
+        "platform_prefixes": lambda a, b: a.platform_prefixes | b.platform_prefixes,
+        "global_names": lambda a, b: a.global_names | b.global_names,
+        "source": lambda a, b: f"{a.source}+{b.source}",
+        "injection_names": lambda a, b: a.injection_names | b.injection_names,
+        "injection_prefixes": lambda a, b: a.injection_prefixes + b.injection_prefixes,
+        "categories": lambda a, b: a.categories + b.categories,
+        "network_trust": lambda a, b: a.network_trust | b.network_trust,
+        "redirecting_names": lambda a, b: a.redirecting_names | b.redirecting_names,
+        "redirecting_prefixes": lambda a, b: a.redirecting_prefixes + b.redirecting_prefixes,
+        "vector_categories": lambda a, b: a.vector_categories + b.vector_categories,
+        "vector_sources": lambda a, b: MappingProxyType({**a.vector_sources, **b.vector_sources}),
+        "providers": lambda a, b: MappingProxyType({**b.providers, **a.providers}),
+    }
+)
+"""How ``Catalog.extend`` merges each field of two catalogs (one rule per field)."""
 
 
 def package_data(name: str) -> bytes:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from envscope.policy._declarations import EMPTY_MAPPING, Origin, record_repr
+from envscope.policy._declarations import EMPTY_MAPPING, Origin, glob_source, record_repr
 from envscope.policy._reasons import Reason
 
 if TYPE_CHECKING:
@@ -184,22 +184,19 @@ DEFAULT_EXCLUDES: tuple[str, ...] = ("*KEY*", "*SECRET*", "*TOKEN*")
 def glob_regex(patterns: Iterable[str]) -> re.Pattern[str] | None:
     """One regex matching any of some globs over upper-cased names (None for no globs).
 
-    Codex's wildmatch semantics: ``*`` is any run of characters, ``?`` one
-    character, and everything else, ``[`` and ``]`` included, is literal.
-    A glob matches the whole name, in any case.
+    Each glob follows ``glob_source`` (the one dialect: ``*`` any run, ``?``
+    one character, everything else literal) and matches the whole name, in
+    any case.
     """
-    parts = [p.upper() for p in patterns]
+    parts = [glob_source(p) for p in patterns]
     if not parts:
         return None
     import re
 
-    def one(glob: str) -> str:
-        return "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in glob)
-
-    return re.compile("(?s:" + "|".join(map(one, parts)) + r")\Z")
+    return re.compile("|".join(parts))
 
 
-@dataclass(frozen=True, slots=True, init=False, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class SurfacePolicy:
     """A host's policy for one surface (from ``envscope.yaml``'s ``surfaces``).
 
@@ -212,38 +209,33 @@ class SurfacePolicy:
     one). ``inherit_given`` says whether ``inherit`` was given (the ``mcp``
     surface refuses ``inherit: all``: an allowlist surface cannot inherit
     everything). Declared Tier 1 names always win over all of it.
+    ``__post_init__`` checks and normalises what it is given: ``inherit`` by
+    value or name, the globs through ``name_list``, ``set_env`` through
+    ``coerce_extra`` (held read-only).
     """
 
-    inherit: Inherit
-    inherit_given: bool
-    include: tuple[str, ...]
-    exclude: tuple[str, ...]
-    set_env: Mapping[str, str]
-    origin: Origin | None
-    default_excludes: bool
+    inherit: Inherit | str | None = None
+    """Given by value or name, or None (not given: ``all``); always an ``Inherit`` once built."""
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    set_env: Mapping[str, str] = field(default_factory=lambda: EMPTY_MAPPING)
+    origin: Origin | None = None
+    default_excludes: bool = False
+    inherit_given: bool = field(init=False)
 
-    def __init__(
-        self,
-        inherit: Inherit | str | None = None,
-        include: tuple[str, ...] = (),
-        exclude: tuple[str, ...] = (),
-        set_env: Mapping[str, str] = EMPTY_MAPPING,
-        origin: Origin | None = None,
-        default_excludes: bool = False,
-    ) -> None:
+    def __post_init__(self) -> None:
         from envscope._inputs import coerce_extra, name_list
 
-        _set(self, "inherit", Inherit.ALL if inherit is None else Inherit(inherit))
-        _set(self, "inherit_given", inherit is not None)
-        _set(self, "include", _globs(name_list(include, "include"), "include"))
-        _set(self, "exclude", _globs(name_list(exclude, "exclude"), "exclude"))
-        _set(self, "set_env", MappingProxyType(coerce_extra(set_env)))
-        _set(self, "origin", origin)
-        if not isinstance(default_excludes, bool):
+        given = self.inherit
+        if not isinstance(self.default_excludes, bool):
             from envscope.errors import ConfigurationError
 
             raise ConfigurationError("default_excludes: must be True or False")
-        _set(self, "default_excludes", default_excludes)
+        _set(self, "inherit", Inherit.ALL if given is None else Inherit(given))
+        _set(self, "inherit_given", given is not None)
+        _set(self, "include", _globs(name_list(self.include, "include"), "include"))
+        _set(self, "exclude", _globs(name_list(self.exclude, "exclude"), "exclude"))
+        _set(self, "set_env", MappingProxyType(coerce_extra(self.set_env)))
 
     def __repr__(self) -> str:
         return record_repr(self, masked=("set_env",))
@@ -295,25 +287,21 @@ def with_mcp_families(
     )
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(frozen=True, slots=True)
 class BaseFilter:
-    """Which keys of the base reach a child: an allowlist and/or a surface policy."""
+    """Which keys of the base reach a child: an allowlist and/or a surface policy.
 
-    allowlist: Allowlist | None
-    policy: SurfacePolicy | None
-    windows: bool
+    The policy's globs are compiled once, in ``__post_init__`` (derived, never compared).
+    """
+
+    allowlist: Allowlist | None = None
+    policy: SurfacePolicy | None = None
+    windows: bool = False
     _include: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     _exclude: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
-    def __init__(
-        self,
-        allowlist: Allowlist | None = None,
-        policy: SurfacePolicy | None = None,
-        windows: bool = False,
-    ) -> None:
-        _set(self, "allowlist", allowlist)
-        _set(self, "policy", policy)
-        _set(self, "windows", windows)
+    def __post_init__(self) -> None:
+        policy = self.policy
         _set(self, "_include", None if policy is None else glob_regex(policy.include))
         excludes: tuple[str, ...] = ()
         if policy is not None:

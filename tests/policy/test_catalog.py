@@ -84,10 +84,10 @@ def test_with_names_declares_in_code() -> None:
     ("text", "field"),
     [
         ("tier1: OPENAI_API_KEY\n", "tier1"),
-        ("tier1: [1]\n", "tier1.0"),
+        ("tier1: [1]\n", "tier1[0]"),
         ("tier1: ['BAD NAME']\n", "tier1"),
-        ("patterns: [{pattern: 'A_*', tier: 3}]\n", "patterns.0.tier"),
-        ("providers: [{name: x, api_key_env: X_KEY}]\n", "providers.0.api_key_env"),
+        ("patterns: [{pattern: 'A_*', tier: 3}]\n", "patterns[0].tier"),
+        ("providers: [{name: x, api_key_env: X_KEY}]\n", "providers[0].api_key_env"),
         ("unknown_section: []\n", "unknown_section"),
         ("version: 2\n", "version"),
     ],

@@ -204,14 +204,14 @@ CATEGORY_DOC = "categories:\n  - {id: %s, title: T, tier: 1, about: A, entries: 
 @pytest.mark.parametrize(
     ("ident", "entry", "field"),
     [
-        ("ok", "{name: 'A_*', about: a, source: s}", "categories.0.entries.0"),
-        ("ok", "{name: A_KEY, about: a}", "categories.0.entries.0.source"),
-        ("ok", "{name: A_KEY, about: '', source: s}", "categories.0.entries.0.about"),
-        ("ok", "{name: 'BAD NAME', about: a, source: s}", "categories.0.entries.0.name"),
+        ("ok", "{name: 'A_*', about: a, source: s}", "categories[0].entries[0]"),
+        ("ok", "{name: A_KEY, about: a}", "categories[0].entries[0].source"),
+        ("ok", "{name: A_KEY, about: '', source: s}", "categories[0].entries[0].about"),
+        ("ok", "{name: 'BAD NAME', about: a, source: s}", "categories[0].entries[0].name"),
         ("ok", "{name: 'A_*', about: a, source: s, examples: ['NO WAY']}",
-         "categories.0.entries.0.examples"),
-        ("Bad_Id", "{name: A_KEY, about: a, source: s}", "categories.0.id"),
-        ("ok", "", "categories.0.entries"),
+         "categories[0].entries[0].examples"),
+        ("Bad_Id", "{name: A_KEY, about: a, source: s}", "categories[0].id"),
+        ("ok", "", "categories[0].entries"),
     ],
 )  # fmt: skip
 def test_category_schema_is_strict(tmp_path: Path, ident: str, entry: str, field: str) -> None:

@@ -112,7 +112,7 @@ def test_proxy_password_is_a_credential_or_warned(
     [
         ("network_trust: HTTP_PROXY\n", "network_trust"),
         ("network_trust: ['HTTP PROXY']\n", "network_trust"),
-        ("network_trust: [1]\n", "network_trust.0"),
+        ("network_trust: [1]\n", "network_trust[0]"),
     ],
 )
 def test_catalog_network_trust_is_strict(doc: str, field: str) -> None:

@@ -383,7 +383,7 @@ def test_families_and_redirecting_in_envscope_yaml(
 @pytest.mark.parametrize(
     ("text", "field"),
     [
-        ("mcp_families: [x11]\n", "mcp_families.0"),
+        ("mcp_families: [x11]\n", "mcp_families[0]"),
         ("refuse_redirecting: yes-please\n", "refuse_redirecting"),
     ],
 )

@@ -143,12 +143,12 @@ def test_docs_injection_vectors_md_is_current() -> None:
         (
             "version: 1\nsources: {a: 'https://x'}\ncategories: [{id: x, title: X, refused: often,"
             " about: a, rows: [{name: LD_X, platform: any, source: a}]}]\n",
-            "categories.0.refused",
+            "categories[0].refused",
         ),
         (
             "version: 1\nsources: {a: 'https://x'}\ncategories: [{id: x, title: X, refused: always,"
             " about: a, rows: [{name: 'A B', platform: any, source: a}]}]\n",
-            "categories.0.rows.0.name",
+            "categories[0].rows[0].name",
         ),
     ],
     ids=["http-source", "unknown-source", "bad-refused", "bad-name"],

@@ -37,7 +37,7 @@ def reference_is_gate(prefixes: frozenset[str], name: str) -> bool:
 
 def policy_with(prefixes: frozenset[str]) -> SecretPolicy:
     """A policy over an empty catalog with exactly these platform prefixes."""
-    return SecretPolicy((), (), {}, platform_prefixes=prefixes)
+    return SecretPolicy(home_prefixes=prefixes)
 
 
 PREFIXES = frozenset({"DISCORD_", "SLACK_", "SLACK_BOT_", "CHAT", "_", "A_B_"})
@@ -99,6 +99,6 @@ def test_policies_share_the_catalog_prefix_set() -> None:
     decl = HomeDeclarations(plugin_prefixes=frozenset({"ACME_", "SLACK_"}))
     one, two = build_policy(catalog, decl), build_policy(catalog, EMPTY_DECLARATIONS)
     assert one.catalog.platform_prefixes is two.catalog.platform_prefixes
-    assert one._own_prefixes == frozenset({"ACME_"})  # SLACK_ is the catalog's: not copied
-    assert two._own_prefixes == frozenset()
+    assert one.home_prefixes == frozenset({"ACME_"})  # SLACK_ is the catalog's: not copied
+    assert two.home_prefixes == frozenset()
     assert one.platform_prefixes == catalog.platform_prefixes | {"ACME_"}
