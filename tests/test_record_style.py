@@ -26,9 +26,7 @@ NOT_FROZEN = {
 }
 """Mutable state, not records: each is named with why it is not frozen."""
 
-PENDING = {
-    "Binding": "issue 19's pipeline half (envscope/pipeline/_binding.py) makes it plain",
-}
+PENDING: dict[str, str] = {}
 """Frozen records not yet plain, each with the work that makes it so (none is new)."""
 
 TUPLES = {"Signature"}
