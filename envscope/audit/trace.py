@@ -19,7 +19,6 @@ from envscope.policy._reasons import RESIDUE_REASONS, SECRET_REASONS, Action, Re
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
 
-_set = object.__setattr__
 
 __all__ = [
     "NULL_TRACE",
