@@ -169,6 +169,7 @@ class LaunchState:
         self.launch_values: Mapping[str, str] = MappingProxyType({})
         self._residue_keep: frozenset[str] | None = None  # never-residue + managed keys
         self._applied: set[str] = set()
+        self._applied_now: frozenset[str] = frozenset()  # the set as of the last load
         self._supplied: set[str] = set()
         self._clock = clock  # what file times are compared with (racy rule)
         self._loads = 0  # grows with every launch load: the residue cache's version
@@ -230,6 +231,7 @@ class LaunchState:
             environ[key] = value
         with self.lock:
             self.launch_values = MappingProxyType({**self.launch_values, **loaded})
+            self._applied_now = frozenset(self._applied)
             self._loads += 1
 
     def dotenv_keys(self) -> frozenset[str]:
@@ -243,9 +245,8 @@ class LaunchState:
             return frozenset(self._managed_keys)
 
     def applied_names(self) -> frozenset[str]:
-        """Names a secret source put into the process env at launch."""
-        with self.lock:
-            return frozenset(self._applied)
+        """Names a secret source put into the process env at launch (one object per load)."""
+        return self._applied_now  # one read: a racing load hands the old set or the new
 
     def supplied_names(self) -> frozenset[str]:
         """Names a secret source supplied at launch, applied or skipped."""

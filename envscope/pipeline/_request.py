@@ -13,6 +13,7 @@ child env).
 from __future__ import annotations
 
 import enum
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
@@ -123,12 +124,14 @@ _ROLES: tuple[tuple[str, Role], ...] = tuple(
     (f.name, f.metadata["memo"]) for f in fields(BuildRequest)
 )
 _SHAPE = tuple(name for name, role in _ROLES if role is Role.SHAPE)
-_SAME = tuple(name for name, role in _ROLES if role is Role.SAME)
-_EQUAL = tuple(name for name, role in _ROLES if role is Role.EQUAL)
-
-
-def _hashable(value: object) -> object:
-    return tuple(value.items()) if isinstance(value, Mapping) else value
+_TYPES = {f.name: str(f.type) for f in fields(BuildRequest)}  # annotations are strings here
+# Read with one C-level attrgetter per role: the key is made on every spawn.
+_SHAPE_OF = operator.attrgetter(*_SHAPE)
+_SAME_OF = operator.attrgetter(*(name for name, role in _ROLES if role is Role.SAME))
+_EQUAL_OF = operator.attrgetter(*(name for name, role in _ROLES if role is Role.EQUAL))
+_SHAPE_MAPPINGS = tuple(
+    i for i, name in enumerate(_SHAPE) if _TYPES[name].startswith(("dict[", "Mapping["))
+)  # where the shape holds a mapping (the MCP block): keyed by its items, hashable
 
 
 def memo_key(request: BuildRequest, *, traced: bool) -> MemoKey:
@@ -138,12 +141,11 @@ def memo_key(request: BuildRequest, *, traced: bool) -> MemoKey:
     a traced build keeps its decisions too), the same-object fields, the equal
     fields. Owner and derived fields are not in it.
     """
-    shape = (*(_hashable(getattr(request, n)) for n in _SHAPE), traced)
-    return (
-        shape,
-        tuple(getattr(request, n) for n in _SAME),
-        tuple(getattr(request, n) for n in _EQUAL),
-    )
+    shape = list(_SHAPE_OF(request))
+    for i in _SHAPE_MAPPINGS:
+        shape[i] = tuple(shape[i].items())
+    shape.append(traced)
+    return tuple(shape), _SAME_OF(request), _EQUAL_OF(request)
 
 
 def roles() -> Sequence[tuple[str, Role]]:
