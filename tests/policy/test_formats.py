@@ -83,19 +83,12 @@ def test_row_is_sourced_and_its_example_is_found(fmt: CredentialFormat) -> None:
     assert find_format(fmt.example) is fmt
 
 
-CORPUS = [
-    pytest.param(fmt, ctx, id=f"{fmt.name}-{ctx}")
-    for fmt in ROWS
-    for ctx, (_, kind) in CONTEXTS.items()
-    if kind == "any" or _is_token(fmt)
-]
-
-
-@pytest.mark.parametrize(("fmt", "ctx"), CORPUS)
-def test_generated_corpus_is_found_in_every_context(fmt: CredentialFormat, ctx: str) -> None:
+@pytest.mark.parametrize("fmt", ROWS, ids=[f.name for f in ROWS])
+def test_generated_corpus_is_found_in_every_context(fmt: CredentialFormat) -> None:
     """Every format is found inside URLs, quotes, Bearer, lists, lines, by its own name."""
-    template = CONTEXTS[ctx][0]
-    assert find_format(template.format(fmt.example)) is fmt
+    contexts = [c for c, (_, kind) in CONTEXTS.items() if kind == "any" or _is_token(fmt)]
+    missed = [c for c in contexts if find_format(CONTEXTS[c][0].format(fmt.example)) is not fmt]
+    assert missed == [], f"{fmt.name} is not found in these contexts"
 
 
 FIXED = [  # rows anchored by the default boundary (a run_before row checks its own run)
