@@ -233,7 +233,7 @@ def test_env_of_each_spawn_event(
          ["B_TOKEN_COPY (the value of TELEGRAM_BOT_TOKEN)"]),  # B's own Tier 1
     ],
 )  # fmt: skip
-def test_guard_rule_table(
+def test_guard_offences_table(
     make_host: HostFactory,
     homes: dict[str, Path],
     routed: bool,

@@ -3,21 +3,23 @@
 A warm spawn repeats the same build: the same parent env, the same bound
 home, the same policy (proven unchanged by the manifest stamp that every
 build still checks), the same options. ``BuildMemo`` remembers the last
-child env built for each *shape* of build (surface and flags) and hands back
-a copy when every input is the same again:
+child env built for each *shape* of build and hands back a copy when every
+input is the same again. Where a build sits in the memo comes from its
+request's fields (``_request.memo_key``, each field's ``Role``):
 
-- by identity (``same_objects``), the objects a build derives from that are
-  immutable once made: the bound home's policy (a new object whenever a
-  manifest or the adapter census changes), the binding itself (scope and
-  residue), the managed values and the residue keep-set;
-- by equality, what the caller passes per build: the env snapshot, the
-  ``extra`` values and, for MCP children, the secret-source-supplied names.
+- the *shape* (surface, flags, passthrough, the ``extra`` block, grants, and
+  whether the build is traced) picks the slot;
+- by identity (``same_objects``), the objects immutable once made: the host's
+  settings, the bound home's policy (a new object whenever a manifest or the
+  adapter census changes), the launch loads, the managed values, the keep-set;
+- by equality, what changes per build: the env snapshot, the names secret
+  sources supplied or applied.
 
-Anything else differs and the build runs in full. A traced build is its own
-shape: the memo keeps its decisions too (a ``trace.Recording``) and replays
-them into the caller's trace, fingerprinted with that trace's function. A
-routed build with no binding never uses the memo (its residue is re-read per
-build). A ``Binding`` holds one memo; a host holds one for unbound builds.
+The memo's *owner* holds it: a routed home's share (every binding made from
+the same scope and residue objects uses it), or the host for unbound builds;
+an unbound multiplexed build never uses one (its residue is re-read per
+build). A traced build keeps its decisions too (a ``trace.Recording``) and
+replays them into the caller's trace, fingerprinted with that trace's function.
 """
 
 from __future__ import annotations
