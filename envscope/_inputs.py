@@ -107,13 +107,12 @@ def build_arguments(
     extra: Mapping[str, object] | None,
     passthrough: Iterable[str],
     grant: Iterable[str],
-    ungrantable: frozenset[str],
 ) -> tuple[tuple[str, ...], frozenset[str], dict[str, str]]:
     """A build's arguments checked: passthrough names, grants, ``extra``.
 
-    A grant names an exact key of ``extra`` that can pass: one that ``extra``
-    does not hold, or a secret source's credential (``ungrantable``, upper-cased),
-    is a ``PassthroughRefusedError``.
+    A grant names an exact key of ``extra``: one ``extra`` does not hold is a
+    ``PassthroughRefusedError`` (whether the key may pass is the build's secret
+    rule's to say, at stage 4).
     """
     names = name_list(passthrough, "passthrough", allow_empty=True)
     granted = frozenset(name_list(grant, "grant"))
@@ -124,11 +123,6 @@ def build_arguments(
             raise PassthroughRefusedError(
                 missing[0], "grant names a key that extra does not hold (it can never pass)"
             )
-        for key in sorted(granted):
-            if key.upper() in ungrantable:
-                raise PassthroughRefusedError(
-                    key, "grant refused: a secret source's credential is never grantable"
-                )
     return names, granted, extras
 
 

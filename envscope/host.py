@@ -412,9 +412,7 @@ class Host:
         in ``grant``), an injection vector, or an exported shell function.
         """
         surface = surface_of(surface)
-        passthrough, granted, extras = build_arguments(
-            extra, passthrough, grant, self._source_credentials
-        )
+        passthrough, granted, extras = build_arguments(extra, passthrough, grant)
         process = snapshot_env(self._environ, "environ")
         snapshot = process if base is None else snapshot_env(base)
         if not scrub:
@@ -585,7 +583,7 @@ class Host:
         self, surface: Surface | str, extra: Mapping[str, object] | None, inherit: bool
     ) -> BuildRequest:
         """The request a build in this context would make (no base, no passthrough, no grant)."""
-        _, _, extras = build_arguments(extra, (), (), self._source_credentials)
+        _, _, extras = build_arguments(extra, (), ())
         process = snapshot_env(self._environ, "environ")
         return self._request(
             process, None, extras, surface=surface_of(surface), inherit_credentials=inherit

@@ -203,9 +203,7 @@ def test_grant_hands_a_host_tool_its_key_on_every_surface(
 @pytest.mark.parametrize("surface", list(Surface))
 def test_a_grant_names_one_exact_spelling(make_host: HostFactory, surface: Surface) -> None:
     """A grant of GH_TOKEN does not grant its case twin gh_token carrying another value."""
-    host = make_host({"PATH": "/b", "GITHUB_TOKEN": TOKEN, "BOT_HOLDER": BOT})
-    host_bot = {"TELEGRAM_BOT_TOKEN": BOT}
-    host = make_host({"PATH": "/b", "GITHUB_TOKEN": TOKEN, **host_bot})
+    host = make_host({"PATH": "/b", "GITHUB_TOKEN": TOKEN, "TELEGRAM_BOT_TOKEN": BOT})
     extra = {"GH_TOKEN": TOKEN, "gh_token": BOT}
     env = host.build_subprocess_env(surface=surface, extra=extra, grant=["GH_TOKEN"])
     assert env.get("GH_TOKEN") == TOKEN
@@ -414,11 +412,13 @@ def test_a_lone_surrogate_stays_in_the_error_tree(
         environ["TELEGRAM_BOT_TOKEN"] = value
     host = make_host(environ)
     extra = {"SURR": value} if where == "extra" else None
+    carrier = "SURR" if where == "extra" else "TELEGRAM_BOT_TOKEN"
     try:
         trace = host.explain(extra=extra)
-    except EnvscopeError:
+    except EnvscopeError as refused:
+        assert value not in str(refused)  # noqa: PT017 - the error names the key, never the value
         return
-    assert "SURR" not in trace.context.child_keys or where == "declared"
+    assert carrier not in trace.context.child_keys  # no child env can carry it
 
 
 def test_a_docker_style_entry_as_a_key_never_echoes_its_value(make_host: HostFactory) -> None:
@@ -456,20 +456,19 @@ def test_assert_no_secrets_asks_the_hosts_rule(
 # -- secrets nobody declared: credential formats (S65, DESIGN.md §4a) ------------------
 
 
-def _formats() -> list[tuple[str, str, str | None]]:
-    """(format name, example value, provider) of every row of the shipped table."""
+def _formats() -> list[tuple[str, str]]:
+    """(format name, example value) of every row of the shipped table."""
     from envscope.policy.formats import format_table
 
-    return [(f.name, f.example, f.provider) for f in format_table().formats]
+    return [(f.name, f.example) for f in format_table().formats]
 
 
-@pytest.mark.parametrize(("name", "example", "provider"), _formats(), ids=lambda v: str(v)[:40])
+@pytest.mark.parametrize(("name", "example"), _formats(), ids=lambda v: str(v)[:40])
 def test_every_credential_format_is_stripped_from_every_surface(
-    make_host: HostFactory, homes: dict[str, Path], name: str, example: str, provider: str | None
+    make_host: HostFactory, homes: dict[str, Path], name: str, example: str
 ) -> None:
     """An undeclared MY_THING holding any format, bare or inside a URL, never reaches a child;
     the trace says value-shape and the format, never the value; the guard agrees."""
-    del provider
     environ = {"PATH": "/b", "MY_THING": example, "MY_URL": f"https://h/x?k={example}"}
     host = make_host(environ)
     for surface in Surface:
@@ -547,3 +546,41 @@ def test_a_launch_secret_sources_injection_vector_reaches_no_child(
     inherited.load_launch_env()
     env = inherited.build_subprocess_env(surface=surface)
     assert env.get(name) == "/opt/launch-own"  # a supplied name reaches MCP children too (S43)
+
+
+@pytest.mark.parametrize("surface", list(Surface))
+@pytest.mark.parametrize(
+    ("extra", "grant"),
+    [
+        ({"_ENVSCOPE_FORCE_GH_TOKEN": TOKEN}, "_ENVSCOPE_FORCE_GH_TOKEN"),  # unwrapped, not given
+        ({"LD_PRELOAD": "/tmp/x.so"}, "LD_PRELOAD"),  # an injection vector the host refuses
+        ({"  LD_PRELOAD": "/tmp/x.so"}, "  LD_PRELOAD"),  # the same, spaced
+        ({"VAULT_TOKEN": "hvs.fake-vault-token-0000"}, "VAULT_TOKEN"),  # a source's credential
+    ],
+    ids=["force-prefixed", "vector", "spaced-vector", "source-credential"],
+)
+def test_a_grant_that_the_build_cannot_honour_is_an_error(
+    make_host: HostFactory, surface: Surface, extra: dict[str, str], grant: str
+) -> None:
+    """Every grant the build would drop in silence is a PassthroughRefusedError naming the key."""
+    host = make_host({"PATH": "/b"})
+    host.add_secret_source(StaticSource("vault", {}, credential_names=["VAULT_TOKEN"]))
+    if surface is Surface.MCP and grant.startswith("_ENVSCOPE_FORCE_"):
+        with pytest.raises(ConfigurationError, match="force prefix"):  # a block never holds one
+            host.build_subprocess_env(surface=surface, extra=extra, grant=[grant])
+        return
+    with pytest.raises(PassthroughRefusedError) as caught:
+        host.build_subprocess_env(surface=surface, extra=extra, grant=[grant])
+    assert caught.value.key == grant
+    assert "/tmp/x.so" not in str(caught.value)
+
+
+def test_a_grant_of_a_folded_away_spelling_is_an_error(make_host: HostFactory) -> None:
+    """Where names fold (Windows), a grant of the spelling the fold dropped can never pass."""
+    host = make_host({"PATH": "/b"}, windows=True)
+    extra = {"gh_token": "lower-spelling-value", "GH_TOKEN": "upper-spelling-value"}
+    with pytest.raises(PassthroughRefusedError, match="gh_token"):
+        host.build_subprocess_env(extra=extra, grant=["gh_token"])
+    assert host.build_subprocess_env(extra=extra, grant=["GH_TOKEN"])["GH_TOKEN"] == (
+        "upper-spelling-value"
+    )

@@ -145,15 +145,27 @@ class _Admitted:
 
 
 def _admitted(out: Entries, options: SanitizeOptions) -> _Admitted:
-    fold, extra = options.fold, options.extra
-    granted = frozenset(
-        index(key, fold)
-        for key in options.grant
-        if key in extra and out.get(index(key, fold)) == (key, extra[key])
-    )
+    """What the caller hands over as given; a grant that can never pass is an error.
+
+    A grant of a secret source's credential (the rule's word), or of a key the
+    merge did not keep as given (a force-prefixed key, an injection vector the
+    host refuses, a spelling another one replaced), is a ``PassthroughRefusedError``.
+    """
+    fold, extra, rule = options.fold, options.extra, options.rule
+    for key in sorted(options.grant):
+        if rule.is_ungrantable(key):
+            raise PassthroughRefusedError(
+                key, "grant refused: a secret source's credential is never grantable"
+            )
+        if out.get(index(key, fold)) != (key, extra[key]):
+            raise PassthroughRefusedError(
+                key,
+                "grant refused: the build does not hand this key over as given (a force-"
+                "prefixed key, an injection vector, or another spelling of it won)",
+            )
+    granted = frozenset(index(key, fold) for key in options.grant)
     block: frozenset[str] = frozenset()
     if options.extra_is_block:
-        rule = options.rule
         block = frozenset(
             index(key, fold)
             for key, value in extra.items()
@@ -187,8 +199,6 @@ def _strip_secret_values(
             continue
         if match.shape and (idx in admitted.block or idx in admitted.granted):
             continue  # the operator's literal, or the caller's grant (DESIGN.md §4a)
-        if match.shape and key.upper() in forced and match.own_provider:
-            continue  # a forced hand-over of its provider's key
         if idx in admitted.granted:
             if match.grade is Grade.SOURCE:
                 raise PassthroughRefusedError(
@@ -199,8 +209,8 @@ def _strip_secret_values(
             reason = Reason.GRANTED
             trace.record(key, Action.KEPT, Stage.SANITIZE, reason, CALLER_ORIGIN, value=value)
             continue
-        if key.upper() in forced and match.grade is Grade.CREDENTIAL:
-            continue  # the caller's forced hand-over of a Tier 2 credential
+        if key.upper() in forced and rule.forced_keeps(match):
+            continue  # the caller's forced hand-over (the rule says which secrets it may hand)
         del out[idx]
         if match.shape:
             note = f"holds a {match.name} credential"
@@ -415,9 +425,8 @@ def _unwrap_forced(out: Entries, options: SanitizeOptions, trace: Trace) -> list
         if not target:
             continue
         up = target.upper()
-        decl = options.rule.declaration(up)
-        launch_credential = options.rule.is_launch_credential(up, value)
-        if is_forced(up) or launch_credential or (decl is not None and decl.tier is Tier.TIER1):
+        if is_forced(up) or options.rule.refuses_forcing(up, value):
+            decl = options.rule.declaration(up)
             reason = Reason.FORCE_REFUSED
             origin = None if decl is None else decl.origin
             trace.record(target, Action.REFUSED, Stage.SANITIZE, reason, origin, value=value)

@@ -294,6 +294,27 @@ class SecretRule:
         """True when, routed, ``name=value`` is the launch process's value of a declared name."""
         return (name.upper(), value) in self._launch_pairs and not self.is_own(name, value)
 
+    def refuses_forcing(self, name: str, value: str) -> bool:
+        """True when the force prefix may not hand ``name=value`` to this child.
+
+        A Tier 1 name, or (routed) the launch process's own value of a declared
+        name: the force prefix hands over a Tier 2 credential of this home only.
+        """
+        decl = self.declaration(name)
+        return (decl is not None and decl.tier is Tier.TIER1) or self.is_launch_credential(
+            name, value
+        )
+
+    @staticmethod
+    def forced_keeps(match: SecretMatch) -> bool:
+        """True when a forced hand-over keeps the secret its value holds.
+
+        A Tier 2 credential this child does not inherit, or a model provider's
+        key under a catalog name of that provider; never a Tier 1 or launch
+        secret, never a secret source's credential.
+        """
+        return match.grade is Grade.CREDENTIAL or (match.shape and match.own_provider)
+
     def is_ungrantable(self, name: str) -> bool:
         """True for a secret source's credential name (no grant or passthrough ever passes it)."""
         return name.upper() in self._ungrantable
