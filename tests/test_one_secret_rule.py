@@ -584,3 +584,19 @@ def test_a_grant_of_a_folded_away_spelling_is_an_error(make_host: HostFactory) -
     assert host.build_subprocess_env(extra=extra, grant=["GH_TOKEN"])["GH_TOKEN"] == (
         "upper-spelling-value"
     )
+
+
+@pytest.mark.parametrize("spelling", [" {}", "{} ", "\t{}", "{}\n", "\u00a0{}"])
+@pytest.mark.parametrize("name", ["OPENAI_BASE_URL", "TELEGRAM_BOT_TOKEN"])
+@pytest.mark.parametrize("surface", NOT_MCP)
+def test_a_declared_name_with_surrounding_whitespace_is_still_declared(
+    make_host: HostFactory, spelling: str, name: str, surface: Surface
+) -> None:
+    """Whitespace around a declared name (in extra or the base) does not slip it past the rule."""
+    key = spelling.format(name)
+    tier2_kept = surface is Surface.CREDENTIALED and name == "OPENAI_BASE_URL"
+    for env in (
+        make_host().build_subprocess_env(surface=surface, extra={key: "caller-value-x"}),
+        make_host().build_subprocess_env({"PATH": "/b", key: "base-value-xx"}, surface=surface),
+    ):
+        assert (key in env) is tier2_kept

@@ -261,9 +261,10 @@ class SecretRule:
         """How this build declares a name (any case): the stricter of the policies consulted.
 
         A routed profile's own value (``value`` among ``own[NAME]``) answers to
-        the target's policy only.
+        the target's policy only. A name with surrounding whitespace is the name
+        it spells (``" OPENAI_BASE_URL"`` is declared like ``OPENAI_BASE_URL``).
         """
-        up = name.upper()
+        up = name.strip().upper()
         launch = self._launch_policy
         if launch is None or (value is not None and value in self._own.get(up, ())):
             return self._policy.declaration(up)
