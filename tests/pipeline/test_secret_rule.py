@@ -253,3 +253,47 @@ def test_own_case_twins_are_no_oracle_on_posix(
         with host.routed(homes["B"], scope=scope):
             env = host.build_subprocess_env()
         assert {k: env[k] for k in scope} == scope
+
+
+def _examples() -> list[str]:
+    from envscope.policy.formats import format_table
+
+    return [f.example for f in format_table().formats]
+
+
+@settings(max_examples=200)
+@given(
+    items=st.lists(
+        st.tuples(
+            st.sampled_from(["OPENAI_API_KEY", "MY_THING", "GITHUB_TOKEN", "NOTE", "LANG"]),
+            st.one_of(
+                st.sampled_from([SECRET, "plain-value", "short", "x"]),
+                st.sampled_from(_examples()),
+                st.builds(
+                    lambda a, b, c: a + b + c,
+                    st.sampled_from(["", "Bearer ", "https://h/", "a:", "'"]),
+                    st.sampled_from([SECRET, *_examples()[:20], "ordinary"]),
+                    st.sampled_from(["", "'", "@h", ":b", "\n"]),
+                ),
+            ),
+        ),
+        max_size=8,
+    ),
+    inherit=st.booleans(),
+)
+def test_find_in_equals_secret_in_value_by_value(
+    items: list[tuple[str, str]], inherit: bool
+) -> None:
+    """The one-pass search over a build's values finds exactly what asking value by value finds."""
+    from envscope import Catalog
+    from envscope.pipeline.secret_rule import SecretRule
+    from envscope.policy._secret_policy import build_policy
+    from envscope.policy.formats import find_format
+
+    rule = SecretRule(
+        build_policy(Catalog.default()),
+        inherit_credentials=inherit,
+        launch_values=({"OPENAI_API_KEY": SECRET, "GITHUB_TOKEN": "ghp_fake-host-token-0001"},),
+        formats=find_format,
+    )
+    assert rule.find_in(items) == [rule.secret_in(k, v) for k, v in items]
