@@ -40,11 +40,12 @@ class Role(enum.Enum):
     DERIVED = "derived"  # follows from the other fields
 
 
-SHAPE: Mapping[str, Role] = MappingProxyType({"memo": Role.SHAPE})
-SAME: Mapping[str, Role] = MappingProxyType({"memo": Role.SAME})
-EQUAL: Mapping[str, Role] = MappingProxyType({"memo": Role.EQUAL})
-OWNER: Mapping[str, Role] = MappingProxyType({"memo": Role.OWNER})
-DERIVED: Mapping[str, Role] = MappingProxyType({"memo": Role.DERIVED})
+SHAPE: Mapping[str, object] = MappingProxyType({"memo": Role.SHAPE})
+SHAPE_ITEMS: Mapping[str, object] = MappingProxyType({"memo": Role.SHAPE, "items": True})
+SAME: Mapping[str, object] = MappingProxyType({"memo": Role.SAME})
+EQUAL: Mapping[str, object] = MappingProxyType({"memo": Role.EQUAL})
+OWNER: Mapping[str, object] = MappingProxyType({"memo": Role.OWNER})
+DERIVED: Mapping[str, object] = MappingProxyType({"memo": Role.DERIVED})
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -91,7 +92,7 @@ class BuildRequest:
     inherit_credentials: bool = field(metadata=SHAPE)
     strip_launch_profile: bool = field(metadata=SHAPE)
     passthrough: tuple[str, ...] = field(metadata=SHAPE)
-    extras: dict[str, str] = field(metadata=SHAPE)  # each MCP server's env block is its own shape
+    extras: dict[str, str] = field(metadata=SHAPE_ITEMS)  # each MCP block: its own shape
     granted: frozenset[str] = field(metadata=SHAPE)  # exact spellings of extra keys given as is
     snapshot: dict[str, str] = field(metadata=EQUAL)  # the base env (the process env by default)
     process: dict[str, str] | None = field(
@@ -124,14 +125,13 @@ _ROLES: tuple[tuple[str, Role], ...] = tuple(
     (f.name, f.metadata["memo"]) for f in fields(BuildRequest)
 )
 _SHAPE = tuple(name for name, role in _ROLES if role is Role.SHAPE)
-_TYPES = {f.name: str(f.type) for f in fields(BuildRequest)}  # annotations are strings here
 # Read with one C-level attrgetter per role: the key is made on every spawn.
 _SHAPE_OF = operator.attrgetter(*_SHAPE)
 _SAME_OF = operator.attrgetter(*(name for name, role in _ROLES if role is Role.SAME))
 _EQUAL_OF = operator.attrgetter(*(name for name, role in _ROLES if role is Role.EQUAL))
-_SHAPE_MAPPINGS = tuple(
-    i for i, name in enumerate(_SHAPE) if _TYPES[name].startswith(("dict[", "Mapping["))
-)  # where the shape holds a mapping (the MCP block): keyed by its items, hashable
+_ITEMS = frozenset(f.name for f in fields(BuildRequest) if f.metadata.get("items"))
+_SHAPE_MAPPINGS = tuple(i for i, name in enumerate(_SHAPE) if name in _ITEMS)
+# where the shape holds a mapping (the MCP block, SHAPE_ITEMS): keyed by its items
 
 
 def memo_key(request: BuildRequest, *, traced: bool) -> MemoKey:
