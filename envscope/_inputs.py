@@ -19,8 +19,10 @@ __all__ = [
     "WINDOWS",
     "EnvironCopies",
     "build_arguments",
+    "check_env",
     "coerce_extra",
     "config_entry_error",
+    "copy_env",
     "encodable",
     "env_entries",
     "home_identity",
@@ -198,26 +200,44 @@ def encodable(text: str) -> bool:
 
 
 def snapshot_env(environ: Mapping[str, str], what: str = "base") -> dict[str, str]:
-    """One consistent copy of a (possibly live, possibly churning) mapping of strings.
+    """One consistent, checked copy of a (possibly live, possibly churning) mapping of strings.
 
-    Anything but a mapping of strings to strings is a ``ConfigurationError``
-    naming ``what`` (and the key, never a value): ``env_entries``' rule for a
-    parent env, walked only when the two joins below find a problem.
+    ``copy_env`` then ``check_env``: anything but a mapping of strings to
+    strings is a ``ConfigurationError`` naming ``what`` (and the key, never a value).
+    """
+    copy = copy_env(environ, what)
+    return copy if environ is os.environ else check_env(copy, what)  # os.environ: strings only
+
+
+def copy_env(environ: Mapping[str, str], what: str = "base") -> dict[str, str]:
+    """One consistent copy of a (possibly live, possibly churning) mapping, not yet checked.
+
+    A build copies its parent envs here and checks them only when the build
+    runs (``pipeline.build``): a memo hit hands back the child of an equal,
+    already checked env, so a warm spawn skips the check.
     """
     if environ is os.environ:
         return ENVIRON_COPIES.copy(environ)  # strings only: os.environ refuses anything else
     if type(environ) is dict:
-        copy = environ.copy()  # atomic under the GIL
-    elif isinstance(environ, Mapping):
-        copy = _copy_live(environ)
-    else:
-        raise ConfigurationError(
-            f"{what} must be a mapping of names to values, not a {type(environ).__name__}"
-        )
-    joined = _joined(copy)
+        return environ.copy()  # atomic under the GIL
+    if isinstance(environ, Mapping):
+        return _copy_live(environ)
+    raise ConfigurationError(
+        f"{what} must be a mapping of names to values, not a {type(environ).__name__}"
+    )
+
+
+def check_env(env: dict[str, str], what: str) -> dict[str, str]:
+    """``env`` itself when every name and value is a string a child env can carry.
+
+    Otherwise a ``ConfigurationError`` naming ``what`` and the key (never a
+    value): ``env_entries``' rule for a parent env, walked only when the two
+    joins below find a problem.
+    """
+    joined = _joined(env)
     if joined is None or not (encodable(joined[0]) and encodable(joined[1])):
-        env_entries(copy, what, config_entry_error(what), parent=True)  # raises, naming the key
-    return copy
+        env_entries(env, what, config_entry_error(what), parent=True)  # raises, naming the key
+    return env
 
 
 def config_entry_error(what: str) -> EntryError:

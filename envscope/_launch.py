@@ -210,7 +210,7 @@ class LaunchState:
     def load(self) -> None:
         """Load the launch ``.env`` (no override), secret sources, the managed file (override)."""
         environ = self.environ
-        values = read_dotenv(self.dotenv_path, environ=snapshot_env(environ))
+        values = read_dotenv(self.dotenv_path, environ=snapshot_env(environ, "environ"))
         loaded = dict(values)
         with self.lock:
             self._dotenv_keys.update(values)
@@ -316,7 +316,7 @@ class LaunchState:
         from the same ``.env`` values, equal fetched values and the same managed
         values is the very same objects as last time.
         """
-        environ = snapshot_env(self.environ)
+        environ = snapshot_env(self.environ, "environ")
         upper = str.upper  # ``norm``, without a Python call per key of the env
         outside = {k: v for k, v in environ.items() if upper(k) in global_names}
         dotenv = self._home_dotenv(home, outside)

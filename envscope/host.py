@@ -21,6 +21,7 @@ from envscope._inputs import (
     DEFAULT_MAX_ENV_BYTES,
     WINDOWS,
     build_arguments,
+    copy_env,
     home_identity,
     name_list,
     snapshot_env,
@@ -36,6 +37,7 @@ from envscope.pipeline.build import (
     BuildRequest,
     BuildSettings,
     build,
+    check_parent_envs,
     parent_env,
     secret_rule,
     unscrubbed,
@@ -413,9 +415,10 @@ class Host:
         """
         surface = surface_of(surface)
         passthrough, granted, extras = build_arguments(extra, passthrough, grant)
-        process = snapshot_env(self._environ, "environ")
-        snapshot = process if base is None else snapshot_env(base)
+        process = copy_env(self._environ, "environ")  # checked when the build runs
+        snapshot = process if base is None else copy_env(base)
         if not scrub:
+            check_parent_envs(snapshot, None if base is None else process)
             return unscrubbed({**snapshot, **extras}, NULL_TRACE if trace is None else trace)
         request = self._request(
             snapshot, None if base is None else process, extras, surface=surface,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from envscope._inputs import check_env
 from envscope.audit.trace import NULL_TRACE, Action, Reason, Stage, Trace, keep_value
 from envscope.pipeline import stages
 from envscope.pipeline._request import BuildRequest, BuildSettings, memo_key
@@ -33,6 +34,7 @@ __all__ = [
     "BuildRequest",
     "BuildSettings",
     "build",
+    "check_parent_envs",
     "own_values",
     "parent_env",
     "run_build",
@@ -206,8 +208,20 @@ def _sanitize_options(
     )
 
 
+def check_parent_envs(snapshot: dict[str, str], process: dict[str, str] | None) -> None:
+    """The parent envs a build starts from hold only strings a child env can carry.
+
+    Checked when a build runs, not when the host copies them: a memo hit
+    hands back the child of an equal env, which this check passed.
+    """
+    check_env(snapshot, "environ" if process is None else "base")
+    if process is not None:
+        check_env(process, "environ")
+
+
 def run_build(request: BuildRequest, trace: Trace = NULL_TRACE) -> dict[str, str]:
-    """The four stages of one build, then the block check (and the findings when traced)."""
+    """The parent envs checked, the four stages, the block check (and the findings if traced)."""
+    check_parent_envs(request.snapshot, request.process)
     settings = request.settings
     parent = entries = stages.to_entries(request.snapshot, trace, fold=settings.fold)
     if request.routed:
