@@ -20,6 +20,7 @@ __all__ = [
     "QUICK",
     "Config",
     "Figure",
+    "after_spawns",
     "floor_for",
     "interleaved",
     "make_floor",
@@ -111,6 +112,38 @@ def interleaved(
             start = clock()
             fn()
             samples[name].append(clock() - start)
+    return samples
+
+
+def after_spawns(
+    spawn: Callable[[], object],
+    fns: dict[str, Callable[[], object]],
+    calls: int,
+    warmup: int = 10,
+) -> dict[str, list[int]]:
+    """Time each function right after a timed ``spawn``, as a host's loop runs them.
+
+    A host builds a child's env, spawns it, waits for it, then builds the next:
+    every build starts on a CPU that sat idle through the wait (its caches cold).
+    So each sample of each function follows a spawn; the spawns themselves are
+    the ``"spawn"`` samples. The order of the functions rotates per round.
+    """
+    for fn in fns.values():
+        for _ in range(warmup):
+            spawn()
+            fn()
+    samples: dict[str, list[int]] = {"spawn": [], **{name: [] for name in fns}}
+    items = list(fns.items())
+    clock = time.perf_counter_ns
+    for i in range(calls):
+        k = i % len(items)
+        for name, fn in items[k:] + items[:k]:
+            start = clock()
+            spawn()
+            mid = clock()
+            fn()
+            samples[name].append(clock() - mid)
+            samples["spawn"].append(mid - start)
     return samples
 
 

@@ -1,7 +1,8 @@
 """Issue 22's figures: what a build costs next to the spawn it serves (``make bench``).
 
 Every figure is a same-run ratio to spawning ``/bin/true`` (``subprocess.run``),
-measured interleaved call by call, or a memory growth:
+each build timed right after a spawn as a host's loop runs it (``after_spawns``:
+the CPU sat idle through the child's wait, its caches cold), or a memory growth:
 
 - warm routed build with the change-notification gate, at W1 and at 1,000
   manifests per home, ≤ 10% of a spawn (the stamp path's figures beside them);
@@ -28,7 +29,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.measure import Config, Figure, interleaved, ratio_figure
+from benchmarks.measure import Config, Figure, after_spawns, interleaved, ratio_figure
 from benchmarks.workloads import Workload
 from envscope import Catalog, Host, Trace
 
@@ -68,10 +69,10 @@ def warm_figures(cfg: Config, catalog: Catalog, w1: Workload, m1000: Workload) -
     gate1, stamp1 = _warm_pair(catalog, w1)
     gate3, stamp3 = _warm_pair(catalog, m1000)
     calls = max(cfg.warm_calls // 5, 60)
-    samples = interleaved(
-        {"spawn": spawn, "gate1": gate1, "stamp1": stamp1, "gate3": gate3, "stamp3": stamp3},
-        calls,
+    samples = after_spawns(
+        spawn, {"gate1": gate1, "stamp1": stamp1, "gate3": gate3, "stamp3": stamp3}, calls
     )
+    samples |= {"gate1_hot": interleaved({"gate1": gate1}, calls)["gate1"]}
     return [
         ratio_figure(
             "w1_gate_warm_vs_spawn",
@@ -83,6 +84,14 @@ def warm_figures(cfg: Config, catalog: Catalog, w1: Workload, m1000: Workload) -
         ),
         ratio_figure(
             "w1_stamp_warm_vs_spawn", "  the same, stamp only", samples, "stamp1", "spawn", None
+        ),
+        ratio_figure(
+            "w1_gate_hot_vs_spawn",
+            "  the same, gate, builds back to back (caches warm)",
+            samples,
+            "gate1_hot",
+            "spawn",
+            None,
         ),
         ratio_figure(
             "m1000_gate_warm_vs_spawn",
@@ -121,16 +130,9 @@ def fresh_and_explain_figures(cfg: Config, catalog: Catalog, w1: Workload) -> li
         with tracer.routed(home):
             return tracer.build_subprocess_env(base, trace=Trace())
 
-    samples = interleaved(
-        {
-            "spawn": spawn,
-            "fresh": fresh(gated),
-            "fresh_stamp": fresh(stamped),
-            "explain": explain,
-            "traced": traced,
-        },
-        max(cfg.warm_calls // 5, 60),
-    )
+    calls = max(cfg.warm_calls // 5, 60)
+    samples = after_spawns(spawn, {"fresh": fresh(gated), "fresh_stamp": fresh(stamped)}, calls)
+    samples |= interleaved({"explain": explain, "traced": traced}, calls)
     return [
         ratio_figure(
             "w1_fresh_routed_vs_spawn",
