@@ -17,20 +17,18 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from envscope._host_config import host_config
 from envscope._inputs import (
     DEFAULT_MAX_ENV_BYTES,
-    WINDOWS,
     build_arguments,
     copy_env,
     home_identity,
     name_list,
     snapshot_env,
-    valid_name,
 )
 from envscope._launch import LaunchState
 from envscope.audit.trace import NULL_TRACE, Trace
 from envscope.errors import ConfigurationError, RoutingError
-from envscope.pipeline import stages
 from envscope.pipeline._binding import Binding, HomeShare
 from envscope.pipeline._memo import BuildMemo
 from envscope.pipeline.build import (
@@ -68,32 +66,6 @@ MAX_HOMES = 256
 """Homes whose manifests, policy, scope and residue verdicts a host keeps (LRU)."""
 
 
-def _surface_policies(
-    given: Mapping[Surface | str, SurfacePolicy] | None, mcp_families: Iterable[str]
-) -> dict[Surface, SurfacePolicy]:
-    """The host's surface policies, the MCP families folded into the ``mcp`` one.
-
-    ``inherit: all`` on the ``mcp`` surface is a configuration error: the
-    surface is an allowlist, and the field would silently do nothing there.
-    """
-    from envscope.policy.surfaces import Inherit, with_mcp_families
-
-    policies = {Surface(k): v for k, v in (given or {}).items()}
-    mcp = policies.get(Surface.MCP)
-    if mcp is not None and mcp.inherit_given and mcp.inherit is Inherit.ALL:
-        raise ConfigurationError(
-            "surfaces.mcp.inherit: 'all' does nothing on the mcp surface (an allowlist: "
-            "a safe base plus the server's env block); widen it with include, or name "
-            "mcp_families"
-        )
-    if isinstance(mcp_families, str):
-        raise ConfigurationError("mcp_families: a list of family names, not a string")
-    widened = with_mcp_families(mcp, mcp_families)
-    if widened is not None:
-        policies[Surface.MCP] = widened
-    return policies
-
-
 class Host:
     """Builds child environments for one agent host process (see DESIGN.md §5)."""
 
@@ -123,47 +95,38 @@ class Host:
     ) -> None:
         self.launch_home = home_identity(launch_home)
         self.multiplex = multiplex
-        if not isinstance(home_env_var, str) or not valid_name(home_env_var):
-            raise ConfigurationError("home_env_var: not a valid environment name")
-        if home_env_var.upper().startswith(stages.FORCE_PREFIX):
-            raise ConfigurationError("home_env_var: may not start with the force prefix")
-        self.home_env_var = home_env_var
+        self._config = config = host_config(
+            managed_env_file=managed_env_file,
+            bundled_plugins=bundled_plugins,
+            home_env_var=home_env_var,
+            global_names=global_names,
+            fs=fs,
+            on_unreadable_platform=on_unreadable_platform,
+            windows=windows,
+            surface_policies=surface_policies,
+            strip_value_aliases=strip_value_aliases,
+            max_env_bytes=max_env_bytes,
+            allow_injection=allow_injection,
+            known_safe=known_safe,
+            mcp_network_trust=mcp_network_trust,
+            change_notification=change_notification,
+            refuse_redirecting=refuse_redirecting,
+            mcp_families=mcp_families,
+        )
+        self.home_env_var = config.home_env_var
         self._catalog = catalog
-        self._managed_path = None if managed_env_file is None else os.fspath(managed_env_file)
         self._environ: MutableMapping[str, str] = os.environ if environ is None else environ
         self._launch = LaunchState(
             self.launch_home,
             self._environ,
-            self._managed_path,
+            config.managed_path,
             self._never_residue,
             maxsize=MAX_HOMES,
             clock=time.time_ns if fs is None else fs.now_ns,
         )
-        self._bundled = None if bundled_plugins is None else os.fspath(bundled_plugins)
-        self._global_names = (
-            None
-            if global_names is None
-            else frozenset(map(norm, name_list(global_names, "global_names")))
-        )
         self._fs = fs
-        # inotify in front of the manifest stamp (docs/manifests.md): on by default on Linux over
-        # the real file system; a file-system seam (tests, fakes) gets the stamp unless asked.
-        self._change_notification = (
-            fs is None if change_notification is None else bool(change_notification)
-        )
-        self._on_unreadable_platform: Literal["raise", "deny"] = on_unreadable_platform
-        self._windows = WINDOWS if windows is None else windows
-        self._surface_policies = _surface_policies(surface_policies, mcp_families)
         self._fingerprint_key: bytes | None = None
         self._fingerprint_fn: Callable[[str, str], str] | None = None
-        self._strip_value_aliases = strip_value_aliases
-        self._max_env_bytes = max_env_bytes
-        self._allow_injection = frozenset(map(norm, name_list(allow_injection, "allow_injection")))
-        self._known_safe = frozenset(map(norm, name_list(known_safe, "known_safe")))  # no warning
-        self._mcp_network_trust = mcp_network_trust  # the proxy/CA family reaches MCP children
-        if not isinstance(refuse_redirecting, bool):
-            raise ConfigurationError("refuse_redirecting: must be True or False")
-        self._refuse_redirecting = refuse_redirecting  # PATH, HOME, indexes, proxies… too
         self._build_settings: BuildSettings | None = None  # made on first use (_settings)
         self._check_surface_sets()
         self._lock = threading.Lock()
@@ -198,9 +161,7 @@ class Host:
     @property
     def global_names(self) -> frozenset[str]:
         """Upper-cased names never stripped as launch residue."""
-        if self._global_names is None:  # computed once: it is read on every routed build
-            self._global_names = self.catalog.global_names | {norm(self.home_env_var)}
-        return self._global_names
+        return self._settings().global_names
 
     def refuses_injection(self, upper_key: str) -> bool:
         """True when a scope, extra, passthrough or secret source may not introduce this name."""
@@ -208,7 +169,7 @@ class Host:
 
     def _check_surface_sets(self) -> None:
         """A surface policy's ``set`` may not introduce an injection vector (an error)."""
-        for surface, policy in self._surface_policies.items():
+        for surface, policy in self._config.surface_policies.items():
             for key in policy.set_env:
                 if self.refuses_injection(key.upper()):
                     raise ConfigurationError(
@@ -332,11 +293,12 @@ class Host:
 
             with self._lock:
                 if self._manifests is None:
-                    gate = create_gate(max_homes=MAX_HOMES) if self._change_notification else None
+                    config = self._config
+                    gate = create_gate(max_homes=MAX_HOMES) if config.change_notification else None
                     self._manifests = ManifestCache(
-                        bundled_root=self._bundled,
+                        bundled_root=config.bundled_root,
                         fs=self._fs,
-                        on_unreadable_platform=self._on_unreadable_platform,
+                        on_unreadable_platform=config.on_unreadable_platform,
                         maxsize=MAX_HOMES,
                         gate=gate,
                     )
@@ -505,20 +467,7 @@ class Host:
         settings = self._build_settings
         catalog = self.catalog
         if settings is None or settings.catalog is not catalog:
-            settings = BuildSettings(
-                catalog=catalog,
-                global_names=self.global_names,
-                home_env_var=self.home_env_var,
-                fold=self._windows,
-                allow_injection=self._allow_injection,
-                refuse_redirecting=self._refuse_redirecting,
-                surface_policies=self._surface_policies,
-                mcp_network_trust=self._mcp_network_trust,
-                strip_value_aliases=self._strip_value_aliases,
-                max_env_bytes=self._max_env_bytes,
-                known_safe=self._known_safe,
-                managed_path=self._managed_path,
-            )
+            settings = self._config.settings(catalog)
             self._build_settings = settings  # one assignment: a racing build makes an equal one
         return settings
 

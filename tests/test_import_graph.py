@@ -29,6 +29,7 @@ LAYERS: dict[str, int] = {
     "audit": 4,
     "pipeline": 5,
     "_launch": 6,
+    "_host_config": 6,
     "_mcp_formats": 6,
     "host": 7,
     "spawn": 7,

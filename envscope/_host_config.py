@@ -1,0 +1,155 @@
+"""``HostConfig``: a ``Host``'s keyword arguments, checked once, when the host is made.
+
+``host_config`` turns the constructor's keywords into one frozen record (a
+mistake is a ``ConfigurationError`` naming the keyword, never a value);
+``HostConfig.settings`` makes the ``BuildSettings`` a build reads from it and
+the catalog in force. Every ``BuildSettings`` field but the catalog's two is a
+``HostConfig`` field of the same name (a test pins it), so the one is the other
+plus the catalog, not a second list of the same facts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Literal
+
+from envscope._inputs import WINDOWS, name_list, valid_name
+from envscope.errors import ConfigurationError
+from envscope.pipeline.build import BuildSettings
+from envscope.pipeline.stages import FORCE_PREFIX
+from envscope.policy._declarations import norm
+from envscope.policy.surfaces import Surface, SurfacePolicy
+
+if TYPE_CHECKING:
+    from envscope.files._fs import FileSystem
+    from envscope.policy.catalog import Catalog
+
+__all__ = ["CATALOG_FIELDS", "HostConfig", "host_config"]
+
+CATALOG_FIELDS = frozenset({"catalog", "global_names"})
+"""The ``BuildSettings`` fields that come from the catalog in force, not from the config."""
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class HostConfig:
+    """A host's checked configuration (what its keywords said, nothing read from disk)."""
+
+    home_env_var: str
+    managed_path: str | None
+    bundled_root: str | None
+    global_names: frozenset[str] | None  # upper-cased; None: the catalog's
+    change_notification: bool
+    on_unreadable_platform: Literal["raise", "deny"]
+    fold: bool  # Windows: names fold, the child holds one spelling per name
+    surface_policies: Mapping[Surface, SurfacePolicy]
+    strip_value_aliases: bool
+    max_env_bytes: int
+    allow_injection: frozenset[str]  # upper-cased
+    known_safe: frozenset[str]  # upper-cased: no "looks like a credential" warning
+    mcp_network_trust: bool  # the proxy/CA family reaches MCP children
+    refuse_redirecting: bool  # PATH, HOME, indexes, proxies… refused when introduced too
+
+    def settings(self, catalog: Catalog) -> BuildSettings:
+        """The ``BuildSettings`` of a build under ``catalog``."""
+        names = self.global_names
+        if names is None:
+            names = catalog.global_names | {norm(self.home_env_var)}
+        given = {
+            f.name: getattr(self, f.name)
+            for f in fields(BuildSettings)
+            if f.name not in CATALOG_FIELDS
+        }
+        return BuildSettings(catalog=catalog, global_names=names, **given)
+
+    def __repr__(self) -> str:
+        return f"HostConfig(home_env_var={self.home_env_var!r}, fold={self.fold})"
+
+
+def host_config(
+    *,
+    managed_env_file: str | os.PathLike[str] | None,
+    bundled_plugins: str | os.PathLike[str] | None,
+    home_env_var: str,
+    global_names: Iterable[str] | None,
+    fs: FileSystem | None,
+    on_unreadable_platform: Literal["raise", "deny"],
+    windows: bool | None,
+    surface_policies: Mapping[Surface | str, SurfacePolicy] | None,
+    strip_value_aliases: bool,
+    max_env_bytes: int,
+    allow_injection: Iterable[str],
+    known_safe: Iterable[str],
+    mcp_network_trust: bool,
+    change_notification: bool | None,
+    refuse_redirecting: bool,
+    mcp_families: Iterable[str],
+) -> HostConfig:
+    """The ``Host`` keywords checked into one record (see ``Host`` for each one)."""
+    if not isinstance(home_env_var, str) or not valid_name(home_env_var):
+        raise ConfigurationError("home_env_var: not a valid environment name")
+    if home_env_var.upper().startswith(FORCE_PREFIX):
+        raise ConfigurationError("home_env_var: may not start with the force prefix")
+    flags = {
+        "strip_value_aliases": strip_value_aliases,
+        "mcp_network_trust": mcp_network_trust,
+        "refuse_redirecting": refuse_redirecting,
+    }
+    if change_notification is not None:
+        flags["change_notification"] = change_notification
+    for keyword, flag in flags.items():
+        if not isinstance(flag, bool):
+            raise ConfigurationError(f"{keyword}: must be True or False")
+    if on_unreadable_platform not in ("raise", "deny"):
+        raise ConfigurationError("on_unreadable_platform: must be 'raise' or 'deny'")
+    if isinstance(max_env_bytes, bool) or not isinstance(max_env_bytes, int) or max_env_bytes < 1:
+        raise ConfigurationError("max_env_bytes: must be a positive whole number of bytes")
+    return HostConfig(
+        home_env_var=home_env_var,
+        managed_path=None if managed_env_file is None else os.fspath(managed_env_file),
+        bundled_root=None if bundled_plugins is None else os.fspath(bundled_plugins),
+        global_names=(
+            None
+            if global_names is None
+            else frozenset(map(norm, name_list(global_names, "global_names")))
+        ),
+        # inotify in front of the manifest stamp (docs/manifests.md): on by default on Linux
+        # over the real file system; a file-system seam (tests, fakes) gets the stamp unless asked.
+        change_notification=fs is None if change_notification is None else change_notification,
+        on_unreadable_platform=on_unreadable_platform,
+        fold=WINDOWS if windows is None else bool(windows),
+        surface_policies=_surface_policies(surface_policies, mcp_families),
+        strip_value_aliases=strip_value_aliases,
+        max_env_bytes=max_env_bytes,
+        allow_injection=frozenset(map(norm, name_list(allow_injection, "allow_injection"))),
+        known_safe=frozenset(map(norm, name_list(known_safe, "known_safe"))),
+        mcp_network_trust=mcp_network_trust,
+        refuse_redirecting=refuse_redirecting,
+    )
+
+
+def _surface_policies(
+    given: Mapping[Surface | str, SurfacePolicy] | None, mcp_families: Iterable[str]
+) -> dict[Surface, SurfacePolicy]:
+    """The host's surface policies, the MCP families folded into the ``mcp`` one.
+
+    ``inherit: all`` on the ``mcp`` surface is a configuration error: the
+    surface is an allowlist, and the field would silently do nothing there.
+    """
+    from envscope.policy.surfaces import Inherit, with_mcp_families
+
+    policies = {Surface(k): v for k, v in (given or {}).items()}
+    mcp = policies.get(Surface.MCP)
+    if mcp is not None and mcp.inherit_given and mcp.inherit is Inherit.ALL:
+        raise ConfigurationError(
+            "surfaces.mcp.inherit: 'all' does nothing on the mcp surface (an allowlist: "
+            "a safe base plus the server's env block); widen it with include, or name "
+            "mcp_families"
+        )
+    if isinstance(mcp_families, str):
+        raise ConfigurationError("mcp_families: a list of family names, not a string")
+    widened = with_mcp_families(mcp, mcp_families)
+    if widened is not None:
+        policies[Surface.MCP] = widened
+    return policies
