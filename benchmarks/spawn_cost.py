@@ -204,7 +204,7 @@ def rss_child(homes: int, where: Path) -> dict[str, float]:
     return {
         "growth_mib": (_rss_kib() - before) / 1024,
         "seconds": seconds,
-        "retained_homes": float(host._cache().retained_homes),
+        "retained_homes": float(host._homes.manifests().retained_homes),
     }
 
 

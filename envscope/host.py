@@ -13,7 +13,7 @@ import contextvars
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -29,6 +29,7 @@ from envscope._inputs import (
 from envscope._launch import LaunchState
 from envscope.audit.trace import NULL_TRACE, Trace
 from envscope.errors import ConfigurationError, RoutingError
+from envscope.manifests._home_policies import HomePolicies
 from envscope.pipeline._binding import Binding, HomeShare
 from envscope.pipeline._memo import BuildMemo
 from envscope.pipeline.build import (
@@ -48,15 +49,15 @@ from envscope.policy._declarations import (
     OriginKind,
     norm,
 )
-from envscope.policy._secret_policy import AdapterCensus, SecretPolicy, build_policy
+from envscope.policy._secret_policy import SecretPolicy
 from envscope.policy.surfaces import Surface, SurfacePolicy, surface_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, MutableMapping, Sequence
     from typing import Literal
 
+    from envscope.audit._fingerprint import HostKey
     from envscope.files._fs import FileSystem
-    from envscope.manifests._cache import ManifestCache
     from envscope.policy.catalog import Catalog  # loaded on first use (the catalog property)
     from envscope.policy.sources import SecretSource
 
@@ -125,23 +126,25 @@ class Host:
             clock=time.time_ns if fs is None else fs.now_ns,
         )
         self._fs = fs
-        self._fingerprint_key: bytes | None = None
-        self._fingerprint_fn: Callable[[str, str], str] | None = None
+        self._host_key: HostKey | None = None  # made on first use (it loads hashlib, secrets)
         self._build_settings: BuildSettings | None = None  # made on first use (_settings)
         self._check_surface_sets()
         self._lock = threading.Lock()
         self._source_credentials: frozenset[str] = frozenset()
         self._admitted: frozenset[tuple[str, str]] = frozenset()  # handed over as given: the guard
-        self._census = AdapterCensus()
-        from cachetools import LRUCache  # small; the caches below are bounded with the manifests'
-
-        # Per home, bounded like the manifest cache (LRU): its policy and the residue rule and
-        # build memo its bindings share. Retention (names only) lives in the manifest cache.
-        self._policies: LRUCache[str, tuple[HomeDeclarations, int, SecretPolicy]] = LRUCache(
-            MAX_HOMES
+        # Per home, bounded like the manifest cache (LRU): its declarations and policy, and the
+        # residue rule and build memo its bindings share. Retention (names only) lives in the
+        # manifest cache.
+        self._homes = HomePolicies(
+            bundled_root=config.bundled_root,
+            fs=fs,
+            on_unreadable_platform=config.on_unreadable_platform,
+            change_notification=config.change_notification,
+            maxsize=MAX_HOMES,
         )
+        from cachetools import LRUCache  # small; imported by the home policies already
+
         self._shares: LRUCache[str, HomeShare] = LRUCache(MAX_HOMES)
-        self._manifests: ManifestCache | None = None
         self._memo = BuildMemo()  # builds with no routed() binding (a binding has its own)
         self._binding: contextvars.ContextVar[Binding | None] = contextvars.ContextVar(
             f"envscope-binding-{id(self)}", default=None
@@ -196,7 +199,6 @@ class Host:
                 detail = f"secret source {source.name}: credential_names"
                 self._catalog = self.catalog.with_names(tier1=names, detail=detail)
                 self._source_credentials |= {norm(n) for n in names}  # never granted (MCP)
-                self._policies.clear()  # built from the old catalog
 
     # -- the launch env --------------------------------------------------
 
@@ -284,30 +286,6 @@ class Host:
         binding = self._binding.get()
         return self.launch_home if binding is None else binding.home
 
-    def _cache(self) -> ManifestCache:
-        """The host's manifest cache (created on first use: it imports cachetools)."""
-        cache = self._manifests
-        if cache is None:
-            from envscope.manifests._cache import ManifestCache
-            from envscope.manifests._gate import create_gate
-
-            with self._lock:
-                if self._manifests is None:
-                    config = self._config
-                    gate = create_gate(max_homes=MAX_HOMES) if config.change_notification else None
-                    self._manifests = ManifestCache(
-                        bundled_root=config.bundled_root,
-                        fs=self._fs,
-                        on_unreadable_platform=config.on_unreadable_platform,
-                        maxsize=MAX_HOMES,
-                        gate=gate,
-                    )
-                cache = self._manifests
-        return cache
-
-    def _declarations(self, home: str) -> HomeDeclarations:
-        return self._cache().declarations(home, home)
-
     def manifest_declarations(
         self, home: str | os.PathLike[str] | None = None, *, strict: bool = False
     ) -> HomeDeclarations:
@@ -318,7 +296,7 @@ class Host:
         """
         target = self._target(home)
         mode: Literal["raise", "deny"] = "raise" if strict else "deny"
-        return self._cache().declarations(target, target, on_unreadable_platform=mode)
+        return self._homes.declarations(target, on_unreadable_platform=mode)
 
     def policy(self, home: str | os.PathLike[str] | None = None) -> SecretPolicy:
         """The secret policy of a home (the bound home, else the launch home)."""
@@ -326,17 +304,7 @@ class Host:
 
     def _policy_of(self, target: str) -> SecretPolicy:
         """The policy of a home given by identity (no ``realpath`` on the spawn path)."""
-        declarations = self._declarations(target)
-        version = self._census.version(target)
-        with self._lock:
-            cached = self._policies.get(target)
-        if cached is not None and cached[0] is declarations and cached[1] == version:
-            return cached[2]
-        version, adapters = self._census.of(target)  # read together for the policy built
-        built = build_policy(self.catalog, declarations, adapters)
-        with self._lock:
-            self._policies[target] = (declarations, version, built)
-        return built
+        return self._homes.policy(target, self.catalog)
 
     def register_adapter(
         self, name: str, requires_env: Iterable[str], home: str | os.PathLike[str] | None = None
@@ -345,11 +313,11 @@ class Host:
         if not isinstance(name, str) or not name:
             raise ConfigurationError("register_adapter: an adapter name must be a non-empty string")
         names = name_list(requires_env, "requires_env")
-        self._census.register(self._target(home), name, names)
+        self._homes.census.register(self._target(home), name, names)
 
     def unregister_adapter(self, name: str, home: str | os.PathLike[str] | None = None) -> None:
         """Remove a runtime adapter from a home's census (no error when absent)."""
-        self._census.unregister(self._target(home), name)
+        self._homes.census.unregister(self._target(home), name)
 
     # -- the factory -------------------------------------------------------------
 
@@ -477,33 +445,21 @@ class Host:
             return binding.launch_policy
         return self._policy_of(self.launch_home)
 
-    def _key(self) -> bytes:
-        key = self._fingerprint_key
-        if key is None:
-            from envscope.audit._fingerprint import FINGERPRINT_ENV, load_or_create_key
+    def _key(self) -> HostKey:
+        found = self._host_key
+        if found is None:
+            from envscope.audit._fingerprint import HostKey
 
-            key = load_or_create_key(self.launch_home, self._environ.get(FINGERPRINT_ENV))
-            self._fingerprint_key = key
-        return key
+            found = self._host_key = HostKey(self.launch_home, self._environ)
+        return found
 
     def fingerprint(self, name: str, value: str) -> str:
         """A short keyed fingerprint of ``name=value`` (the key is this host's; docs/audit.md)."""
-        return self._fingerprinter()(name, value)
-
-    def _fingerprinter(self) -> Callable[[str, str], str]:
-        """This host's fingerprint function: the key read once, cheap per value."""
-        found = self._fingerprint_fn
-        if found is None:
-            from envscope.audit._fingerprint import fingerprinter
-
-            found = self._fingerprint_fn = fingerprinter(self._key())
-        return found
+        return self._key().function()(name, value)
 
     def fingerprint_key_id(self) -> str:
         """The public id of this host's fingerprint key (snapshots carry it)."""
-        from envscope.audit._fingerprint import key_id
-
-        return key_id(self._key())
+        return self._key().key_id()
 
     def launch_residue(self) -> frozenset[str]:
         """Upper-cased residue names right now (recorded keys, launch .env keys, supplied names)."""
@@ -547,6 +503,6 @@ class Host:
 
     def explain(self, base: Mapping[str, str] | None = None, **kwargs: object) -> Trace:
         """Run a build with a fresh, fingerprinting trace and return the trace."""
-        trace = Trace(fingerprint=self._fingerprinter())  # the key read once per host
+        trace = Trace(fingerprint=self._key().function())  # the key read once per host
         self.build_subprocess_env(base, trace=trace, **kwargs)  # type: ignore[arg-type]
         return trace

@@ -148,7 +148,7 @@ def drawing(graph: dict[str, set[str]]) -> str:
     """The graph in text, highest layer first: ``unit -> imported units``."""
     order = sorted(graph, key=lambda u: (-LAYERS.get(u, -1), u))
     return "\n".join(
-        f"{unit:<11} -> {', '.join(sorted(graph[unit], key=lambda u: (-LAYERS[u], u))) or '-'}"
+        f"{unit:<12} -> {', '.join(sorted(graph[unit], key=lambda u: (-LAYERS[u], u))) or '-'}"
         for unit in order
     )
 
@@ -164,6 +164,12 @@ def test_imports_only_go_down_the_layers() -> None:
     graph = unit_graph()
     print("\n" + drawing(graph))
     assert upward(graph) == []
+
+
+def test_the_docs_draw_the_graph_as_it_is() -> None:
+    """docs/concepts.md's import drawing is the graph of the source (no stale unit or edge)."""
+    text = (PACKAGE.parent / "docs" / "concepts.md").read_text(encoding="utf-8")
+    assert f"```text\n{drawing(unit_graph())}\n```" in text
 
 
 def test_no_cycle_between_units() -> None:

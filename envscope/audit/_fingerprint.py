@@ -24,7 +24,7 @@ import hashlib
 import os
 import secrets
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from envscope.errors import ConfigurationError
 from envscope.files._trusted_file import read_file, untrusted_reason
@@ -34,6 +34,7 @@ __all__ = [
     "FINGERPRINT_FILE",
     "MEMO_ENTRIES",
     "MIN_KEY_CHARS",
+    "HostKey",
     "fingerprint",
     "fingerprinter",
     "key_id",
@@ -181,3 +182,35 @@ def _read_key(path: str) -> bytes:
     if not data.isascii():
         raise ConfigurationError(f"{path}: cannot read the fingerprint key (not ASCII text)")
     return _key_bytes(data.decode("ascii"), path)
+
+
+class HostKey:
+    """A host's fingerprint key (read on first use, then kept) and its fingerprint function."""
+
+    __slots__ = ("_environ", "_function", "_key", "_launch_home")
+
+    def __init__(self, launch_home: str, environ: Mapping[str, str]) -> None:
+        self._launch_home = launch_home
+        self._environ = environ
+        self._key: bytes | None = None
+        self._function: Callable[[str, str], str] | None = None
+
+    def key(self) -> bytes:
+        """The key: ``ENVSCOPE_FINGERPRINT_KEY`` from the host's environ, else the key file."""
+        key = self._key
+        if key is None:  # a racing first use reads the same key: one assignment either way
+            key = self._key = load_or_create_key(
+                self._launch_home, self._environ.get(FINGERPRINT_ENV)
+            )
+        return key
+
+    def function(self) -> Callable[[str, str], str]:
+        """The key's fingerprint function, made once (keyed once, cheap per value)."""
+        found = self._function
+        if found is None:
+            found = self._function = fingerprinter(self.key())
+        return found
+
+    def key_id(self) -> str:
+        """The key's public id (snapshots carry it)."""
+        return key_id(self.key())

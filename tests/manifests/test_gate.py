@@ -139,7 +139,7 @@ def make_world(tmp_path: Path) -> World:
         fss.append(fs)
     notifier = FaultyNotifier()
     clock = [0]
-    cache = hosts[0]._cache()
+    cache = hosts[0]._homes.manifests()
     cache._gate = ChangeGate(notifier, clock=lambda: clock[0])
     world = World(root, launch, home, bundled, target, hosts[0], hosts[1], fss[0], notifier, clock)
     for _ in range(2):
@@ -366,7 +366,7 @@ def test_watches_are_bounded_by_an_lru_of_homes(tmp_path: Path) -> None:
     """More homes than max_homes: the oldest are unwatched; their next check is a stamp."""
     w = make_world(tmp_path)
     gate = ChangeGate(w.notifier, max_homes=2)
-    w.gated._cache()._gate = gate
+    w.gated._homes.manifests()._gate = gate
     homes = []
     for i in range(4):
         home = w.root / f"h{i}"
@@ -386,9 +386,9 @@ def test_watches_are_bounded_by_an_lru_of_homes(tmp_path: Path) -> None:
 def test_off_switch_and_default(tmp_path: Path) -> None:
     """change_notification=False never gates; the default gates over the real file system only."""
     w = make_world(tmp_path)
-    assert w.stamped._cache()._gate is None
-    assert Host(w.launch)._cache()._gate is not None
-    assert Host(w.launch, fs=InstrumentedFileSystem())._cache()._gate is None
+    assert w.stamped._homes.manifests()._gate is None
+    assert Host(w.launch)._homes.manifests()._gate is not None
+    assert Host(w.launch, fs=InstrumentedFileSystem())._homes.manifests()._gate is None
 
 
 @pytest.mark.parametrize(("line", "gated"), [("", True), ("change_notification: false\n", False)])
@@ -400,4 +400,4 @@ def test_config_file_off_switch(tmp_path: Path, line: str, gated: bool) -> None:
     config = tmp_path / "envscope.yaml"
     config.write_text(f"launch_home: ./launch\n{line}")
     host = load_config(str(config)).build_host(environ={"PATH": "/usr/bin"})
-    assert (host._cache()._gate is not None) is gated
+    assert (host._homes.manifests()._gate is not None) is gated

@@ -201,7 +201,7 @@ def test_everything_kept_per_home_is_bounded_and_evicted_homes_keep_names(
     for home in homes:
         with host.routed(home):
             host.build_subprocess_env()
-    assert len(host._policies) <= MAX_HOMES
+    assert len(host._homes) <= MAX_HOMES
     assert len(host._shares) <= MAX_HOMES
     assert len(host._launch._scopes) <= MAX_HOMES
     assert len(host._launch._dotenvs) <= MAX_HOMES
