@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from envscope._host_config import host_config
+from envscope._host_options import host_options
 from envscope._inputs import (
     DEFAULT_MAX_ENV_BYTES,
     build_arguments,
@@ -96,7 +96,7 @@ class Host:
     ) -> None:
         self.launch_home = home_identity(launch_home)
         self.multiplex = multiplex
-        self._config = config = host_config(
+        self._options = options = host_options(
             managed_env_file=managed_env_file,
             bundled_plugins=bundled_plugins,
             home_env_var=home_env_var,
@@ -114,13 +114,13 @@ class Host:
             refuse_redirecting=refuse_redirecting,
             mcp_families=mcp_families,
         )
-        self.home_env_var = config.home_env_var
+        self.home_env_var = options.home_env_var
         self._catalog = catalog
         self._environ: MutableMapping[str, str] = os.environ if environ is None else environ
         self._launch = LaunchState(
             self.launch_home,
             self._environ,
-            config.managed_path,
+            options.managed_path,
             self._never_residue,
             maxsize=MAX_HOMES,
             clock=time.time_ns if fs is None else fs.now_ns,
@@ -136,10 +136,10 @@ class Host:
         # residue rule and build memo its bindings share. Retention (names only) lives in the
         # manifest cache.
         self._homes = HomePolicies(
-            bundled_root=config.bundled_root,
+            bundled_root=options.bundled_root,
             fs=fs,
-            on_unreadable_platform=config.on_unreadable_platform,
-            change_notification=config.change_notification,
+            on_unreadable_platform=options.on_unreadable_platform,
+            change_notification=options.change_notification,
             maxsize=MAX_HOMES,
         )
         from cachetools import LRUCache  # small; imported by the home policies already
@@ -172,7 +172,7 @@ class Host:
 
     def _check_surface_sets(self) -> None:
         """A surface policy's ``set`` may not introduce an injection vector (an error)."""
-        for surface, policy in self._config.surface_policies.items():
+        for surface, policy in self._options.surface_policies.items():
             for key in policy.set_env:
                 if self.refuses_injection(key.upper()):
                     raise ConfigurationError(
@@ -435,7 +435,7 @@ class Host:
         settings = self._build_settings
         catalog = self.catalog
         if settings is None or settings.catalog is not catalog:
-            settings = self._config.settings(catalog)
+            settings = self._options.settings(catalog)
             self._build_settings = settings  # one assignment: a racing build makes an equal one
         return settings
 

@@ -29,7 +29,7 @@ LAYERS: dict[str, int] = {
     "audit": 4,
     "pipeline": 5,
     "_launch": 6,
-    "_host_config": 6,
+    "_host_options": 6,
     "_mcp_formats": 6,
     "host": 7,
     "spawn": 7,
@@ -148,7 +148,7 @@ def drawing(graph: dict[str, set[str]]) -> str:
     """The graph in text, highest layer first: ``unit -> imported units``."""
     order = sorted(graph, key=lambda u: (-LAYERS.get(u, -1), u))
     return "\n".join(
-        f"{unit:<12} -> {', '.join(sorted(graph[unit], key=lambda u: (-LAYERS[u], u))) or '-'}"
+        f"{unit:<13} -> {', '.join(sorted(graph[unit], key=lambda u: (-LAYERS[u], u))) or '-'}"
         for unit in order
     )
 

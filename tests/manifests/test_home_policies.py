@@ -27,10 +27,24 @@ def _plugin(home: Path, name: str) -> None:
     (plugin / "plugin.yaml").write_text(f"requires_env: [{name.upper()}_TOKEN]\n")
 
 
+def _new_catalog(policies: HomePolicies, home: Path, catalog: Catalog) -> Catalog:
+    return catalog.with_names(tier1=["EXTRA_SECRET"], detail="test")
+
+
+def _adapter(policies: HomePolicies, home: Path, catalog: Catalog) -> Catalog:
+    policies.census.register(str(home), "a", ["A_KEY"])
+    return catalog
+
+
+def _manifest(policies: HomePolicies, home: Path, catalog: Catalog) -> Catalog:
+    _plugin(home, "chat2")
+    return catalog
+
+
 CHANGES: dict[str, Callable[[HomePolicies, Path, Catalog], Catalog]] = {
-    "a new catalog": lambda p, h, c: c.with_names(tier1=["EXTRA_SECRET"], detail="test"),
-    "an adapter registered": lambda p, h, c: (p.census.register(str(h), "a", ["A_KEY"]), c)[1],
-    "a manifest added": lambda p, h, c: (_plugin(h, "chat2"), c)[1],
+    "a new catalog": _new_catalog,
+    "an adapter registered": _adapter,
+    "a manifest added": _manifest,
 }
 
 

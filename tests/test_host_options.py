@@ -1,4 +1,4 @@
-"""A host's keywords are checked once into ``HostConfig``; its settings follow from it."""
+"""A host's keywords are checked once into ``HostOptions``; its settings follow from it."""
 
 from __future__ import annotations
 
@@ -8,21 +8,21 @@ from pathlib import Path
 import pytest
 
 from envscope import Catalog, Host
-from envscope._host_config import CATALOG_FIELDS, HostConfig
+from envscope._host_options import CATALOG_FIELDS, HostOptions
 from envscope.errors import ConfigurationError
 from envscope.pipeline.build import BuildSettings
 
 
-def test_build_settings_are_the_config_plus_the_catalog() -> None:
-    """Every BuildSettings field but the catalog's is a HostConfig field of the same name."""
-    config = {f.name for f in fields(HostConfig)}
+def test_build_settings_are_the_options_plus_the_catalog() -> None:
+    """Every BuildSettings field but the catalog's is a HostOptions field of the same name."""
+    options = {f.name for f in fields(HostOptions)}
     settings = {f.name for f in fields(BuildSettings)}
-    assert settings - CATALOG_FIELDS <= config
+    assert settings - CATALOG_FIELDS <= options
     assert settings >= CATALOG_FIELDS
 
 
-def test_each_config_field_reaches_the_settings(tmp_path: Path) -> None:
-    """A host's settings hold each of its config's values, field by field."""
+def test_each_option_reaches_the_settings(tmp_path: Path) -> None:
+    """A host's settings hold each of its options, field by field."""
     host = Host(
         tmp_path,
         catalog=Catalog.default(),
@@ -37,10 +37,10 @@ def test_each_config_field_reaches_the_settings(tmp_path: Path) -> None:
         refuse_redirecting=True,
         managed_env_file=tmp_path / "managed.env",
     )
-    config, settings = host._config, host._settings()
+    options, settings = host._options, host._settings()
     for f in fields(BuildSettings):
         if f.name not in CATALOG_FIELDS:
-            assert getattr(settings, f.name) == getattr(config, f.name), f.name
+            assert getattr(settings, f.name) == getattr(options, f.name), f.name
     assert settings.allow_injection == {"LD_PRELOAD"}
     assert "MY_HOME" in settings.global_names
 

@@ -1,10 +1,10 @@
-"""``HostConfig``: a ``Host``'s keyword arguments, checked once, when the host is made.
+"""``HostOptions``: a ``Host``'s keyword arguments, checked once, when the host is made.
 
-``host_config`` turns the constructor's keywords into one frozen record (a
+``host_options`` turns the constructor's keywords into one frozen record (a
 mistake is a ``ConfigurationError`` naming the keyword, never a value);
-``HostConfig.settings`` makes the ``BuildSettings`` a build reads from it and
+``HostOptions.settings`` makes the ``BuildSettings`` a build reads from it and
 the catalog in force. Every ``BuildSettings`` field but the catalog's two is a
-``HostConfig`` field of the same name (a test pins it), so the one is the other
+``HostOptions`` field of the same name (a test pins it), so the one is the other
 plus the catalog, not a second list of the same facts.
 """
 
@@ -26,14 +26,14 @@ if TYPE_CHECKING:
     from envscope.files._fs import FileSystem
     from envscope.policy.catalog import Catalog
 
-__all__ = ["CATALOG_FIELDS", "HostConfig", "host_config"]
+__all__ = ["CATALOG_FIELDS", "HostOptions", "host_options"]
 
 CATALOG_FIELDS = frozenset({"catalog", "global_names"})
-"""The ``BuildSettings`` fields that come from the catalog in force, not from the config."""
+"""The ``BuildSettings`` fields that come from the catalog in force, not from the options."""
 
 
 @dataclass(frozen=True, slots=True, repr=False)
-class HostConfig:
+class HostOptions:
     """A host's checked configuration (what its keywords said, nothing read from disk)."""
 
     home_env_var: str
@@ -64,10 +64,10 @@ class HostConfig:
         return BuildSettings(catalog=catalog, global_names=names, **given)
 
     def __repr__(self) -> str:
-        return f"HostConfig(home_env_var={self.home_env_var!r}, fold={self.fold})"
+        return f"HostOptions(home_env_var={self.home_env_var!r}, fold={self.fold})"
 
 
-def host_config(
+def host_options(
     *,
     managed_env_file: str | os.PathLike[str] | None,
     bundled_plugins: str | os.PathLike[str] | None,
@@ -85,7 +85,7 @@ def host_config(
     change_notification: bool | None,
     refuse_redirecting: bool,
     mcp_families: Iterable[str],
-) -> HostConfig:
+) -> HostOptions:
     """The ``Host`` keywords checked into one record (see ``Host`` for each one)."""
     if not isinstance(home_env_var, str) or not valid_name(home_env_var):
         raise ConfigurationError("home_env_var: not a valid environment name")
@@ -105,7 +105,7 @@ def host_config(
         raise ConfigurationError("on_unreadable_platform: must be 'raise' or 'deny'")
     if isinstance(max_env_bytes, bool) or not isinstance(max_env_bytes, int) or max_env_bytes < 1:
         raise ConfigurationError("max_env_bytes: must be a positive whole number of bytes")
-    return HostConfig(
+    return HostOptions(
         home_env_var=home_env_var,
         managed_path=None if managed_env_file is None else os.fspath(managed_env_file),
         bundled_root=None if bundled_plugins is None else os.fspath(bundled_plugins),
