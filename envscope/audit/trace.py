@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NULL_TRACE",
     "Action",
+    "BuildWarning",
     "Decision",
     "NullTrace",
     "Reason",
@@ -69,6 +70,24 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+@dataclass(frozen=True, slots=True)
+class BuildWarning:
+    """One warning of a traced build: the key it is about, its kind, the sentence shown.
+
+    Kinds: ``value-shape:<format>`` (a kept value looks like a credential no
+    rule declares), ``credential-suffix``, ``credential-word`` and
+    ``url-with-password`` (a kept name or URL looks like one), and
+    ``injection-vector`` (the launch env carries a loader or interpreter name).
+    """
+
+    key: str
+    kind: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
 class TraceContext:
     """What a build was for: filled in by ``Host`` when it runs a traced build."""
 
@@ -81,7 +100,7 @@ class TraceContext:
         self.complete = True
         self.problems: tuple[Problem, ...] = ()
         self.child_keys: tuple[str, ...] = ()
-        self.warnings: list[str] = []
+        self.warnings: list[BuildWarning] = []
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in sorted(self.__slots__))

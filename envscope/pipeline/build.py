@@ -15,7 +15,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from envscope._inputs import check_env
-from envscope.audit.trace import NULL_TRACE, Action, Reason, Stage, Trace, keep_value
+from envscope.audit.trace import (
+    NULL_TRACE,
+    Action,
+    BuildWarning,
+    Reason,
+    Stage,
+    Trace,
+    keep_value,
+)
 from envscope.pipeline import stages
 from envscope.pipeline._request import BuildRequest, BuildSettings, memo_key
 from envscope.pipeline._residue_rule import ResidueRule
@@ -246,20 +254,23 @@ def _finish_trace(trace: Trace, child: Mapping[str, str], request: BuildRequest)
     for key in trace.record_untouched(child, settings.global_names):
         # A global name (TMPDIR is on glibc's list) is an ordinary process-wide setting.
         if settings.catalog.is_injection_vector(key) and key.upper() not in settings.global_names:
-            ctx.warnings.append(
+            message = (
                 f"{key}: the launch env carries a name that changes how a child's "
                 "loader, shell or interpreter starts (kept: it was not introduced)"
             )
+            ctx.warnings.append(BuildWarning(key, "injection-vector", message))
     for finding in find_credential_values(child, policy=policy):
         if finding.key.upper() in settings.known_safe:
             continue  # the operator said once that children may have it
-        ctx.warnings.append(
+        message = (
             f"{finding.key}: the value looks like a {finding.kind} but no rule declares "
             "the name (kept; declare it in the catalog or a manifest if it is a secret)"
         )
+        ctx.warnings.append(BuildWarning(finding.key, f"value-shape:{finding.kind}", message))
     known_safe = settings.known_safe
     for name_finding in find_credential_names(child, policy=policy, known_safe=known_safe):
-        ctx.warnings.append(str(name_finding))
+        key, kind = name_finding.key, name_finding.kind
+        ctx.warnings.append(BuildWarning(key, kind, str(name_finding)))
     ctx.home, ctx.surface, ctx.routed = request.target, request.surface.value, request.routed
     ctx.complete, ctx.problems = policy.complete, policy.problems
     ctx.child_keys = tuple(child)

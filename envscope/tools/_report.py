@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envscope.audit.trace import Trace
+from envscope.audit.trace import BuildWarning, Trace
 from envscope.policy._declarations import Origin, Problem
 
 __all__ = [
@@ -75,38 +74,9 @@ def origin_text(origin: object) -> str:
     return str(origin)
 
 
-# The warning texts a traced build records (``Trace.context.warnings``), and the kind
-# each one names: the snapshot carries ``{key, kind, message}`` records, never prose alone.
-_WARNING_KINDS = re.compile(
-    r"^(?P<key>.*?): (?:"
-    r"the value looks like an? (?P<value>.+?) but no rule declares"
-    r"|the (?P<url>value is a URL with a password)"
-    r"|the name looks like a credential \((?P<name>[^)]*)\)"
-    r"|the launch env carries a name that (?P<vector>changes how)"
-    r")",
-    re.S,
-)
-
-
-def warning_json(warning: object) -> JsonDict:
-    """A build warning as ``{key, kind, message}`` (a record's own fields when it has them)."""
-    key, kind = getattr(warning, "key", None), getattr(warning, "kind", None)
-    message = str(warning)
-    if isinstance(key, str) and isinstance(kind, str):
-        return {"key": key, "kind": kind, "message": message}
-    match = _WARNING_KINDS.match(message)
-    if match is None:
-        head, _, _ = message.partition(": ")
-        return {"key": head, "kind": "other", "message": message}
-    if match["value"]:
-        kind = f"value-shape:{match['value']}"
-    elif match["url"]:
-        kind = "url-with-password"
-    elif match["name"]:
-        kind = match["name"]
-    else:
-        kind = "injection-vector"
-    return {"key": match["key"], "kind": kind, "message": message}
+def warning_json(warning: BuildWarning) -> JsonDict:
+    """A build warning as the snapshot's ``{key, kind, message}`` record."""
+    return {"key": warning.key, "kind": warning.kind, "message": warning.message}
 
 
 def warning_text(warning: object) -> str:

@@ -175,7 +175,8 @@ def test_launch_env_keeps_its_own_and_explain_warns(make_host: HostFactory) -> N
     )
     trace = host.explain()
     assert trace.final()["LD_PRELOAD"].action is Action.KEPT
-    assert any(w.startswith("LD_PRELOAD: the launch env carries") for w in trace.context.warnings)
+    assert [(w.key, w.kind) for w in trace.context.warnings] == [("LD_PRELOAD", "injection-vector")]
+    assert trace.context.warnings[0].message.startswith("LD_PRELOAD: the launch env carries")
 
 
 def test_launch_global_name_on_the_list_is_not_warned(make_host: HostFactory) -> None:
@@ -185,7 +186,7 @@ def test_launch_global_name_on_the_list_is_not_warned(make_host: HostFactory) ->
     )
     trace = host.explain()
     assert trace.final()["TMPDIR"].action is Action.KEPT
-    assert not [w for w in trace.context.warnings if w.startswith("TMPDIR")]
+    assert not [w for w in trace.context.warnings if w.key == "TMPDIR"]
 
 
 def test_host_can_allow_explicitly(make_host: HostFactory, homes: dict[str, Path]) -> None:
