@@ -95,6 +95,10 @@ class Host:
         mcp_families: Iterable[str] = (),
     ) -> None:
         self.launch_home = home_identity(launch_home)
+        if not os.path.isdir(self.launch_home):  # a typo would hide the launch manifests
+            raise ConfigurationError(
+                f"{self.launch_home}: the launch home is not a directory (a typo?)"
+            )
         self.multiplex = multiplex
         self._options = options = host_options(
             managed_env_file=managed_env_file,

@@ -68,3 +68,18 @@ def test_a_bad_keyword_is_an_error_naming_it(tmp_path: Path, keyword: str, value
     """A mistaken keyword fails loudly when the host is made, naming the keyword."""
     with pytest.raises(ConfigurationError, match=keyword):
         Host(tmp_path, environ={}, **{keyword: value})  # type: ignore[arg-type]
+
+
+LAUNCH_MISTAKES = ["missing", "a file", "a dangling symlink"]
+
+
+@pytest.mark.parametrize("mistake", LAUNCH_MISTAKES)
+def test_a_launch_home_that_is_no_directory_is_an_error(tmp_path: Path, mistake: str) -> None:
+    """A typo'd launch home fails loudly (its manifests would silently declare nothing)."""
+    home = tmp_path / "agent"
+    if mistake == "a file":
+        home.write_text("")
+    elif mistake == "a dangling symlink":
+        home.symlink_to(tmp_path / "gone")
+    with pytest.raises(ConfigurationError, match="the launch home is not a directory"):
+        Host(home, environ={})

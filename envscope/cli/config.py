@@ -119,7 +119,7 @@ class HostConfig:
 
         catalog = Catalog.default() if self.catalog is None else Catalog.from_file(self.catalog)
         return Host(
-            self.launch_home,
+            _configured_home(self.path, "launch_home", self.launch_home),
             catalog=catalog,
             managed_env_file=self.managed_env_file,
             bundled_plugins=self.bundled_plugins,
