@@ -336,28 +336,19 @@ def _strip_tiers(out: Entries, options: SanitizeOptions, admitted: _Admitted, tr
     """Stage 4 (d): Tier 1 always, Tier 2 unless credentials are inherited (the rule's word)."""
     rule = options.rule
     for idx, (key, value) in list(out.items()):
-        decl = rule.denies(key, value)
-        if decl is None or admitted.by_name(idx):
-            _record_kept(trace, rule, key, value, admitted, idx)
+        decl = rule.declaration(key, value)
+        if decl is None:
             continue
-        del out[idx]
-        reason = Reason.TIER1 if decl.tier is Tier.TIER1 else Reason.TIER2
-        trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, decl.origin, value=value)
-
-
-def _record_kept(
-    trace: Trace, rule: SecretRule, key: str, value: str, admitted: _Admitted, idx: str
-) -> None:
-    """Stage 4 (d)'s record of a declared key it keeps: granted, or a credential inherited."""
-    decl = rule.declaration(key, value)
-    if decl is None:
-        return
-    if admitted.by_name(idx):
-        reason = Reason.SERVER_GRANT if idx in admitted.block else Reason.GRANTED
-        trace.record(key, Action.KEPT, Stage.SANITIZE, reason, CALLER_ORIGIN, value=value)
-    else:
-        reason = Reason.TIER2_INHERITED
-        trace.record(key, Action.KEPT, Stage.SANITIZE, reason, decl.origin, value=value)
+        if admitted.by_name(idx):
+            reason = Reason.SERVER_GRANT if idx in admitted.block else Reason.GRANTED
+            trace.record(key, Action.KEPT, Stage.SANITIZE, reason, CALLER_ORIGIN, value=value)
+        elif not rule.withholds(decl, value):
+            reason = Reason.TIER2_INHERITED
+            trace.record(key, Action.KEPT, Stage.SANITIZE, reason, decl.origin, value=value)
+        else:
+            del out[idx]
+            reason = Reason.TIER1 if decl.tier is Tier.TIER1 else Reason.TIER2
+            trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, decl.origin, value=value)
 
 
 def _resolve_passthrough(out: Entries, options: SanitizeOptions, trace: Trace) -> None:

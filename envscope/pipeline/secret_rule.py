@@ -284,12 +284,15 @@ class SecretRule:
         whatever its length), unless it is also the routed profile's own.
         """
         decl = self.declaration(name, value)
-        if decl is None:
-            return None
+        return decl if decl is not None and self.withholds(decl, value) else None
+
+    def withholds(self, decl: Declaration, value: str | None = None) -> bool:
+        """True when a name declared as ``decl`` may not reach this child with ``value``.
+
+        ``denies`` for a declaration already looked up (stage 4 records a kept one).
+        """
         inherited = decl.tier is Tier.TIER2 and self.inherit_credentials
-        if inherited and (value is None or not self.is_launch_credential(decl.name, value)):
-            return None
-        return decl
+        return not inherited or (value is not None and self.is_launch_credential(decl.name, value))
 
     def is_launch_credential(self, name: str, value: str) -> bool:
         """True when, routed, ``name=value`` is the launch process's value of a declared name."""
