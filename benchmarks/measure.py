@@ -20,7 +20,6 @@ __all__ = [
     "QUICK",
     "Config",
     "Figure",
-    "after_spawns",
     "floor_for",
     "interleaved",
     "make_floor",
@@ -97,53 +96,39 @@ def percentile(samples: list[int], q: float) -> float:
 
 
 def interleaved(
-    fns: dict[str, Callable[[], object]], calls: int, warmup: int = 10
-) -> dict[str, list[int]]:
-    """Time each function ``calls`` times, one call of each in turn (rotating the order)."""
-    for fn in fns.values():
-        for _ in range(warmup):
-            fn()
-    samples: dict[str, list[int]] = {name: [] for name in fns}
-    items = list(fns.items())
-    clock = time.perf_counter_ns
-    for i in range(calls):
-        k = i % len(items)
-        for name, fn in items[k:] + items[:k]:
-            start = clock()
-            fn()
-            samples[name].append(clock() - start)
-    return samples
-
-
-def after_spawns(
-    spawn: Callable[[], object],
     fns: dict[str, Callable[[], object]],
     calls: int,
     warmup: int = 10,
+    *,
+    after: Callable[[], object] | None = None,
 ) -> dict[str, list[int]]:
-    """Time each function right after a timed ``spawn``, as a host's loop runs them.
+    """Time each function ``calls`` times, one call of each in turn (rotating the order).
 
-    A host builds a child's env, spawns it, waits for it, then builds the next:
-    every build starts on a CPU that sat idle through the wait (its caches cold).
-    So each sample of each function follows a spawn; the spawns themselves are
-    the ``"spawn"`` samples. The order of the functions rotates per round.
+    With ``after`` (a spawn), each call of each function follows a timed call of
+    ``after``, as a host's loop runs them: it builds a child's env, spawns the
+    child, waits for it, then builds the next on a CPU that sat idle through the
+    wait (its caches cold). Those calls are the ``"spawn"`` samples.
     """
     for fn in fns.values():
         for _ in range(warmup):
-            spawn()
+            if after is not None:
+                after()
             fn()
-    samples: dict[str, list[int]] = {"spawn": [], **{name: [] for name in fns}}
+    samples: dict[str, list[int]] = {name: [] for name in fns}
+    if after is not None:
+        samples["spawn"] = []
     items = list(fns.items())
     clock = time.perf_counter_ns
     for i in range(calls):
         k = i % len(items)
         for name, fn in items[k:] + items[:k]:
+            if after is not None:
+                start = clock()
+                after()
+                samples["spawn"].append(clock() - start)
             start = clock()
-            spawn()
-            mid = clock()
             fn()
-            samples[name].append(clock() - mid)
-            samples["spawn"].append(mid - start)
+            samples[name].append(clock() - start)
     return samples
 
 

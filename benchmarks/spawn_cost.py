@@ -1,7 +1,7 @@
 """Issue 22's figures: what a build costs next to the spawn it serves (``make bench``).
 
 Every figure is a same-run ratio to spawning ``/bin/true`` (``subprocess.run``),
-each build timed right after a spawn as a host's loop runs it (``after_spawns``:
+each build timed right after a spawn as a host's loop runs it (``interleaved(..., after=spawn)``:
 the CPU sat idle through the child's wait, its caches cold), or a memory growth:
 
 - warm routed build with the change-notification gate, at W1 and at 1,000
@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.measure import Config, Figure, after_spawns, interleaved, ratio_figure
+from benchmarks.measure import Config, Figure, interleaved, ratio_figure
 from benchmarks.workloads import Workload
 from envscope import Catalog, Host, Trace
 
@@ -69,9 +69,8 @@ def warm_figures(cfg: Config, catalog: Catalog, w1: Workload, m1000: Workload) -
     gate1, stamp1 = _warm_pair(catalog, w1)
     gate3, stamp3 = _warm_pair(catalog, m1000)
     calls = max(cfg.warm_calls // 5, 60)
-    samples = after_spawns(
-        spawn, {"gate1": gate1, "stamp1": stamp1, "gate3": gate3, "stamp3": stamp3}, calls
-    )
+    builds = {"gate1": gate1, "stamp1": stamp1, "gate3": gate3, "stamp3": stamp3}
+    samples = interleaved(builds, calls, after=spawn)
     samples |= {"gate1_hot": interleaved({"gate1": gate1}, calls)["gate1"]}
     return [
         ratio_figure(
@@ -131,7 +130,9 @@ def fresh_and_explain_figures(cfg: Config, catalog: Catalog, w1: Workload) -> li
             return tracer.build_subprocess_env(base, trace=Trace())
 
     calls = max(cfg.warm_calls // 5, 60)
-    samples = after_spawns(spawn, {"fresh": fresh(gated), "fresh_stamp": fresh(stamped)}, calls)
+    samples = interleaved(
+        {"fresh": fresh(gated), "fresh_stamp": fresh(stamped)}, calls, after=spawn
+    )
     samples |= interleaved({"explain": explain, "traced": traced}, calls)
     return [
         ratio_figure(
