@@ -95,7 +95,7 @@ class HomePolicies:
 
     def policy(self, home: str, catalog: Catalog) -> SecretPolicy:
         """The home's secret policy under ``catalog`` (the same object while nothing changed)."""
-        declarations = self.declarations(home)
+        declarations = self.manifests().declarations(home, home)
         version = self.census.version(home)
         with self._lock:
             cached = self._policies.get(home)
