@@ -8,6 +8,7 @@ flag does.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 from envscope.policy.surfaces import Surface
 
@@ -51,15 +52,18 @@ def _build_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+_Subparsers = argparse._SubParsersAction  # the object add_subparsers returns
+
+
 def _command(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    sub: _Subparsers[argparse.ArgumentParser],
     name: str,
     summary: str,
     description: str,
-    parents: list[argparse.ArgumentParser],
+    parents: Sequence[argparse.ArgumentParser],
 ) -> argparse.ArgumentParser:
     return sub.add_parser(
-        name, parents=parents, help=summary, description=description, epilog=_EPILOG
+        name, parents=list(parents), help=summary, description=description, epilog=_EPILOG
     )
 
 
@@ -81,11 +85,21 @@ def parser(version: str) -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     _common(common, argparse.SUPPRESS)  # given after the command, it wins
 
+    for add in (_add_explain, _add_snapshot, _add_diff, _add_scan, _add_run):
+        add(sub, [common])
+    _add_check_spawns(sub, ())  # reads source files: no config, no home
+    return top
+
+
+def _add_explain(
+    sub: _Subparsers[argparse.ArgumentParser], parents: Sequence[argparse.ArgumentParser]
+) -> None:
+    """The ``explain`` command."""
     explain = _command(
         sub, "explain", "every key a child gets or not, and why",
         "Build the env a spawn would get and print one decision per key: the action, the "
         "stage that decided, the reason and where the rule came from.",
-        [common],
+        parents,
     )  # fmt: skip
     _build_options(explain)
     explain.add_argument("--json", action="store_true", help="stable JSON (the snapshot format)")
@@ -110,32 +124,47 @@ def parser(version: str) -> argparse.ArgumentParser:
         "always or never",
     )  # fmt: skip
 
+
+def _add_snapshot(
+    sub: _Subparsers[argparse.ArgumentParser], parents: Sequence[argparse.ArgumentParser]
+) -> None:
+    """The ``snapshot`` command."""
     snapshot = _command(
         sub, "snapshot", "save the JSON an auditor diffs later",
         "Write the JSON of `explain --json` (keys, decisions, fingerprints; never values).",
-        [common],
+        parents,
     )  # fmt: skip
     _build_options(snapshot)
     snapshot.add_argument(
         "-o", "--output", required=True, metavar="FILE", help="file to write ('-' for stdout)"
     )
 
+
+def _add_diff(
+    sub: _Subparsers[argparse.ArgumentParser], parents: Sequence[argparse.ArgumentParser]
+) -> None:
+    """The ``diff`` command."""
     diff = _command(
         sub, "diff", "compare two snapshots or live builds",
         "List keys added to, removed from and changed between two children's envs, with "
         "each side's decision. Exit 1 when they differ or cannot be compared.",
-        [common],
+        parents,
     )  # fmt: skip
     operand = "a snapshot file, '-' for stdin, or home:NAME[/surface] to build live"
     diff.add_argument("a", help=operand)
     diff.add_argument("b", help=operand)
     diff.add_argument("--json", action="store_true", help="stable JSON")
 
+
+def _add_scan(
+    sub: _Subparsers[argparse.ArgumentParser], parents: Sequence[argparse.ArgumentParser]
+) -> None:
+    """The ``scan`` command."""
     scan = _command(
         sub, "scan", "lint every plugin manifest",
         "Print the secrets each plugin manifest declares and every problem (file:line: "
         "field). Exit 1 on any problem.",
-        [common],
+        parents,
     )  # fmt: skip
     scan.add_argument(
         "homes", nargs="*", metavar="HOME",
@@ -146,20 +175,30 @@ def parser(version: str) -> argparse.ArgumentParser:
     )
     scan.add_argument("--json", action="store_true", help="stable JSON")
 
+
+def _add_run(
+    sub: _Subparsers[argparse.ArgumentParser], parents: Sequence[argparse.ArgumentParser]
+) -> None:
+    """The ``run`` command."""
     run = _command(
         sub, "run", "run a command with exactly the env a child would get",
         "Execute CMD with the env envscope builds for the home and surface (exec on POSIX).",
-        [common],
+        parents,
     )  # fmt: skip
     _build_options(run)
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="the command and args")
 
+
+def _add_check_spawns(
+    sub: _Subparsers[argparse.ArgumentParser], parents: Sequence[argparse.ArgumentParser]
+) -> None:
+    """The ``check-spawns`` command."""
     check = _command(
         sub, "check-spawns", "find spawn sites that bypass the factory",
         "Statically check Python files for child processes started without an env built by "
         "envscope. Virtualenvs, site-packages, node_modules, build/ and what .gitignore "
         "ignores are skipped. Exit 1 on a finding, 2 when a file cannot be checked.",
-        [],
+        (),
     )  # fmt: skip
     check.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to check")
     check.add_argument(
@@ -171,4 +210,3 @@ def parser(version: str) -> argparse.ArgumentParser:
         help="skip paths matching this gitignore-style pattern (repeat for more)",
     )  # fmt: skip
     check.add_argument("--json", action="store_true", help="stable JSON")
-    return top
