@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeVar
 
-from envscope._inputs import config_entry_error, env_entries, snapshot_env
+from envscope._inputs import check_env, config_entry_error, copy_env, env_entries, snapshot_env
 from envscope.files._dotenv import read_dotenv
 from envscope.policy._declarations import Origin, OriginKind, norm
 
@@ -176,6 +176,8 @@ class LaunchState:
         self._dotenvs: _Bounded[_DotenvRead] = _Bounded(maxsize)
         self._scopes: _Bounded[_BuiltScope] = _Bounded(maxsize)
         self._residue: _Residue | None = None
+        # the process env last read by ``scope`` and its global names' entries
+        self._outside: tuple[dict[str, str], frozenset[str], dict[str, str]] | None = None
 
     def __repr__(self) -> str:
         return f"LaunchState(launch_home={self.launch_home!r})"
@@ -309,6 +311,22 @@ class LaunchState:
                 self._dotenvs.put(home, _DotenvRead(key, values))
         return values
 
+    def _outside_env(self, global_names: frozenset[str]) -> dict[str, str]:
+        """The process env's global names (any spelling): what a home's ``.env`` may expand.
+
+        Taken again only when the process env or the names changed: an equal env
+        passed the check when it was taken (``copy_env`` then ``check_env``).
+        """
+        environ = copy_env(self.environ, "environ")
+        last = self._outside
+        if last is not None and last[1] is global_names and last[0] == environ:
+            return last[2]
+        check_env(environ, "environ")
+        upper = str.upper  # ``norm``, without a Python call per key of the env
+        outside = {k: v for k, v in environ.items() if upper(k) in global_names}
+        self._outside = (environ, global_names, outside)  # one assignment: racing readers agree
+        return outside
+
     def scope(self, home: str, global_names: frozenset[str]) -> Scope:
         """A home's scope: its ``.env``, its secret-source values, then the managed keys.
 
@@ -316,10 +334,7 @@ class LaunchState:
         from the same ``.env`` values, equal fetched values and the same managed
         values is the very same objects as last time.
         """
-        environ = snapshot_env(self.environ, "environ")
-        upper = str.upper  # ``norm``, without a Python call per key of the env
-        outside = {k: v for k, v in environ.items() if upper(k) in global_names}
-        dotenv = self._home_dotenv(home, outside)
+        dotenv = self._home_dotenv(home, self._outside_env(global_names))
         sources = list(self.sources)
         fetched = tuple((source, fetch_source(source, home)) for source in sources)
         managed = self.managed()

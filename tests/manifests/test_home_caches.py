@@ -212,3 +212,15 @@ def test_everything_kept_per_home_is_bounded_and_evicted_homes_keep_names(
         env = host.build_subprocess_env({**BASE, "P0_DSN": "s", "P1_DSN": "t"})
     assert "P0_DSN" not in env
     assert env["P1_DSN"] == "t"  # another home's declaration does not reach home 0
+
+
+@pytest.mark.parametrize("value", [3, "bad\ud800"], ids=["a number", "a lone surrogate"])
+def test_a_bad_process_env_value_fails_the_next_routed_however_warm(
+    world: World, value: object
+) -> None:
+    """A value no child env can carry, put into the process env after warm spawns, still fails."""
+    world.spawn()
+    world.spawn()
+    world.environ["LATER"] = value  # type: ignore[assignment]
+    with pytest.raises(ConfigurationError, match="environ"), world.host.routed(world.work):
+        pass
