@@ -117,7 +117,7 @@ class _Entry:
 class _Retained:
     """What an evicted home keeps: its declared names and prefixes, never their origins' files."""
 
-    secrets: frozenset[str]
+    secrets: tuple[str, ...]  # read once, when a later scan is partial: no hash table
     plugin_prefixes: frozenset[str]
     deny_prefixes: Mapping[str, Origin]
     generation: int
@@ -126,7 +126,7 @@ class _Retained:
     def of(cls, declarations: HomeDeclarations) -> _Retained:
         """The names of a result (the catalog's precedence applies later, as for any scan)."""
         return cls(
-            frozenset(declarations.secrets),
+            tuple(declarations.secrets),
             declarations.plugin_prefixes,
             declarations.deny_prefixes,
             declarations.generation,
@@ -153,18 +153,23 @@ class _Flight:
 
 def _retain(previous: HomeDeclarations | None, result: ScanResult) -> HomeDeclarations:
     """The scan's declarations; on a partial scan, unioned with the previous result."""
+    if result.complete or previous is None:  # the scan's own read-only views, not copied
+        return HomeDeclarations(
+            secrets=result.secrets,
+            plugin_prefixes=result.plugin_prefixes,
+            deny_prefixes=result.deny_prefixes,
+            complete=result.complete,
+            problems=result.problems,
+        )
     secrets: dict[str, Declaration] = dict(result.secrets)
     deny: dict[str, Origin] = dict(result.deny_prefixes)
-    prefixes = set(result.plugin_prefixes)
-    if not result.complete and previous is not None:
-        for name, decl in previous.secrets.items():
-            secrets.setdefault(name, decl)
-        for prefix, origin in previous.deny_prefixes.items():
-            deny.setdefault(prefix, origin)
-        prefixes |= previous.plugin_prefixes
+    for name, decl in previous.secrets.items():
+        secrets.setdefault(name, decl)
+    for prefix, origin in previous.deny_prefixes.items():
+        deny.setdefault(prefix, origin)
     return HomeDeclarations(
         secrets=MappingProxyType(secrets),
-        plugin_prefixes=frozenset(prefixes),
+        plugin_prefixes=result.plugin_prefixes | previous.plugin_prefixes,
         deny_prefixes=MappingProxyType(deny),
         complete=result.complete,
         problems=result.problems,
