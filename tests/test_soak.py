@@ -28,6 +28,8 @@ import pytest
 
 from envscope import Catalog, Host, Surface
 
+pytestmark = pytest.mark.no_cover  # a stress suite: the behaviour tests measure these paths
+
 THREADS = int(os.environ.get("ENVSCOPE_SOAK_THREADS", "16"))
 BUILDS = int(os.environ.get("ENVSCOPE_SOAK_BUILDS", "150"))
 HOMES = int(os.environ.get("ENVSCOPE_SOAK_HOMES", "8"))
