@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -72,11 +72,13 @@ UNMEASURED = ("property", "no_cover")
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
     """Pause a running coverage for a stress test (setup, call and teardown), then resume it.
 
-    Hypothesis suites and the soak re-walk the paths the behaviour tests
-    measure; under the tracer they cost about twice their CPU time.
+    Under the tracer the Hypothesis suites and the soak cost about twice their
+    CPU time; the coverage gate measures the behaviour tests (docs/concepts.md).
     """
     cov = Coverage.current()
     if cov is None or not any(item.get_closest_marker(name) for name in UNMEASURED):
