@@ -29,9 +29,11 @@ pytest: $(STAMP)
 	# queued tests from a busy one, so a slow file at the end does not leave a core
 	# idle); coverage's subprocess patch (pyproject.toml) measures each worker, and
 	# `combine` joins their data. The stress suites (Hypothesis, the soak) run with
-	# coverage paused (tests/conftest.py).
+	# coverage paused (tests/conftest.py). Python may write its bytecode cache for the
+	# run (env -u PYTHONDONTWRITEBYTECODE): else every worker and every test
+	# subprocess compiles pytest, hypothesis, pydantic and the SDK again.
 	rm -f .coverage .coverage.*
-	$(BIN)/coverage run -m pytest -n auto --dist worksteal
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/coverage run -m pytest -n auto --dist worksteal
 	$(BIN)/coverage combine --quiet
 	$(BIN)/coverage report
 
