@@ -61,10 +61,10 @@ bench: $(STAMP)
 
 # The long fuzz runs: the property tests at 20,000 examples each (CI runs 100, and 60
 # histories of each stateful machine) and the concurrency soak at 16 threads x 2,000 builds
-# (CI runs 16 x 150).
+# (CI runs 8 x 150).
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -p no:cacheprovider -m property tests/property
-	ENVSCOPE_SOAK_BUILDS=2000 $(BIN)/pytest -p no:cacheprovider tests/test_soak.py
+	ENVSCOPE_SOAK_THREADS=16 ENVSCOPE_SOAK_BUILDS=2000 $(BIN)/pytest -p no:cacheprovider tests/test_soak.py
 
 fuzz-atheris: $(STAMP)
 	$(BIN)/python -m pip install --quiet atheris
