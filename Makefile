@@ -9,8 +9,10 @@ STAMP  := $(VENV)/.installed
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# --no-compile: pip byte-compiles every installed file (about 10 CPU s); the few
+# modules a run imports compile on first import instead (well under a second).
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --no-compile --disable-pip-version-check -e '.[dev]'
 	touch $(STAMP)
 
 lint: $(STAMP)
@@ -23,10 +25,15 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	# coverage starts before pytest: the envscope.testing plugin (an entry point)
 	# imports the package while pytest starts, before a pytest plugin could measure
-	# it. The tests run on every core (pytest-xdist); coverage's subprocess patch
-	# (pyproject.toml) measures each worker, and `combine` joins their data.
+	# it. The tests run on every core (pytest-xdist; worksteal: an idle worker takes
+	# queued tests from a busy one, so a slow file at the end does not leave a core
+	# idle); coverage's subprocess patch (pyproject.toml) measures each worker, and
+	# `combine` joins their data. The stress suites (Hypothesis, the soak) run with
+	# coverage paused (tests/conftest.py). Python may write its bytecode cache for the
+	# run (env -u PYTHONDONTWRITEBYTECODE): else every worker and every test
+	# subprocess compiles pytest, hypothesis, pydantic and the SDK again.
 	rm -f .coverage .coverage.*
-	$(BIN)/coverage run -m pytest -n auto
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/coverage run -m pytest -n auto --dist worksteal
 	$(BIN)/coverage combine --quiet
 	$(BIN)/coverage report
 
@@ -54,10 +61,10 @@ bench: $(STAMP)
 
 # The long fuzz runs: the property tests at 20,000 examples each (CI runs 100, and 60
 # histories of each stateful machine) and the concurrency soak at 16 threads x 2,000 builds
-# (CI runs 16 x 150).
+# (CI runs 8 x 150).
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -p no:cacheprovider -m property tests/property
-	ENVSCOPE_SOAK_BUILDS=2000 $(BIN)/pytest -p no:cacheprovider tests/test_soak.py
+	ENVSCOPE_SOAK_THREADS=16 ENVSCOPE_SOAK_BUILDS=2000 $(BIN)/pytest -p no:cacheprovider tests/test_soak.py
 
 fuzz-atheris: $(STAMP)
 	$(BIN)/python -m pip install --quiet atheris

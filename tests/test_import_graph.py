@@ -10,6 +10,7 @@ unit, modules import each other one way.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -58,11 +59,12 @@ def _module_of(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path) -> set[str]:
-    """Every envscope module a source file imports, at any depth of the file."""
+@functools.cache
+def _imports(path: Path) -> frozenset[str]:
+    """Every envscope module a source file imports, at any depth of the file (parsed once)."""
     module = _module_of(path)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    return _imports_of_tree(ast.parse(path.read_text(encoding="utf-8")), package)
+    return frozenset(_imports_of_tree(ast.parse(path.read_text(encoding="utf-8")), package))
 
 
 def _imports_of_tree(tree: ast.AST, package: str) -> set[str]:

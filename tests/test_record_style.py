@@ -8,6 +8,7 @@ of it) is called nowhere else.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -33,11 +34,19 @@ TUPLES = {"Signature"}
 """NamedTuples where a tuple is the point: a signature compares equal to a stat tuple."""
 
 
+@functools.cache
+def _trees() -> tuple[tuple[Path, ast.Module], ...]:
+    """Every source file of the package, parsed once for the module (the checks only read)."""
+    return tuple(
+        (path, ast.parse(path.read_text(), str(path))) for path in sorted(PACKAGE.rglob("*.py"))
+    )
+
+
 def _classes() -> list[tuple[str, ast.ClassDef]]:
     """Every class in the package, with the module it is in."""
     found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for path, tree in _trees():
+        for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 found.append((str(path.relative_to(PACKAGE.parent)), node))
     return found
@@ -81,8 +90,8 @@ def test_no_type_checking_false_trick() -> None:
     """No module assigns ``TYPE_CHECKING`` itself (``typing.TYPE_CHECKING`` is the one flag)."""
     assigned = [
         str(path)
-        for path in PACKAGE.rglob("*.py")
-        for node in ast.walk(ast.parse(path.read_text()))
+        for path, tree in _trees()
+        for node in ast.walk(tree)
         if isinstance(node, ast.Assign)
         and any(isinstance(t, ast.Name) and t.id == "TYPE_CHECKING" for t in node.targets)
     ]
@@ -173,8 +182,7 @@ def test_frozen_dataclasses_have_the_generated_constructor() -> None:
 def test_object_setattr_only_in_post_init() -> None:
     """``object.__setattr__`` (or an alias of it) is called only inside ``__post_init__``."""
     wrong = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        tree = ast.parse(path.read_text(), str(path))
+    for path, tree in _trees():
         pending = _pending(tree)
         for where in setattr_outside_post_init(tree):
             if where.split(" in ")[0] not in pending:

@@ -57,13 +57,19 @@ def ignored_signals(status: str) -> set[int]:
     return {n for n in range(1, 65) if mask & (1 << (n - 1))}
 
 
-@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
-@pytest.mark.parametrize("name", [n for n in _RESTORED_SIGNALS if hasattr(signal, n)])
-def test_run_child_starts_with_default_dispositions(name: str) -> None:
-    """The exec'd child ignores none of the signals Python ignores (what Popen restores)."""
+@pytest.fixture(scope="module")
+def child_status() -> str:
+    """``/proc/self/status`` of a child exec'd by ``envscope run`` (one run for the module)."""
     out = run_envscope("run", "--", "cat", "/proc/self/status")
     assert out.returncode == 0, out.stderr
-    assert int(getattr(signal, name)) not in ignored_signals(out.stdout)
+    return out.stdout
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize("name", [n for n in _RESTORED_SIGNALS if hasattr(signal, n)])
+def test_run_child_starts_with_default_dispositions(child_status: str, name: str) -> None:
+    """The exec'd child ignores none of the signals Python ignores (what Popen restores)."""
+    assert int(getattr(signal, name)) not in ignored_signals(child_status)
 
 
 def _default_dispositions() -> None:
@@ -194,7 +200,12 @@ def big_snapshots(tmp_path: Path) -> tuple[str, str]:
     "command",
     ["explain", "explain-json", "snapshot", "diff", "scan-plugin", "check-spawns"],
 )
-def test_closed_stdout_exits_quietly(tmp_path: Path, command: str) -> None:
+def test_closed_stdout_exits_quietly(
+    capsysbinary: pytest.CaptureFixture[bytes],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    command: str,
+) -> None:
     """A reader that closes early (`| head -n1`) ends the command with exit 2, nothing on stderr."""
     env = big_env()
     argv = {
@@ -205,11 +216,17 @@ def test_closed_stdout_exits_quietly(tmp_path: Path, command: str) -> None:
         "scan-plugin": lambda: ["scan", "--plugin", big_plugin(tmp_path)],
         "check-spawns": lambda: ["check-spawns", many_spawns(tmp_path)],
     }[command]()
-    full = subprocess.run(
-        [envscope(), "--config", CONFIG, *argv], capture_output=True, env=env, cwd=ROOT, check=False
-    )
-    assert len(full.stdout) > 2 * PIPE_BUFFER  # so the writer must block, then see EPIPE
-    assert full.stderr == b""
+    # The whole output, in-process (its size is not about the process): the real
+    # pipe below is what the test pins.
+    for key in list(os.environ):
+        monkeypatch.delenv(key)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(ROOT)
+    main(["--config", CONFIG, *argv])  # diff and check-spawns exit 1: they found something
+    full = capsysbinary.readouterr()
+    assert len(full.out) > 2 * PIPE_BUFFER  # so the writer must block, then see EPIPE
+    assert full.err == b""
     code, first, err = read_one_line_then_close(argv, env)
     assert first
     assert err == ""
