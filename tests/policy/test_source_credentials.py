@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -134,3 +135,19 @@ def test_malformed_credential_names_are_refused(make_host: HostFactory, names: o
 
     with pytest.raises(ConfigurationError, match="odd"):
         make_host().add_secret_source(Odd())
+
+
+@pytest.mark.parametrize("routed", [False, True], ids=["launch", "routed"])
+def test_credential_names_added_after_a_build_reach_the_cached_policies(
+    make_host: HostFactory, homes: dict[str, Path], routed: bool
+) -> None:
+    """A source added after builds cached the policies: its credential names strip at once."""
+    host = make_host({"PATH": "/bin", **CREDENTIALS})
+    bound = host.routed(homes["B"]) if routed else contextlib.nullcontext()
+    with bound:
+        before = host.build_subprocess_env()
+    assert set(CREDENTIALS) <= set(before)  # undeclared until the source says so
+    host.add_secret_source(VaultDouble())
+    with host.routed(homes["B"]) if routed else contextlib.nullcontext():
+        after = host.build_subprocess_env()
+    assert not set(CREDENTIALS) & set(after)
