@@ -30,7 +30,6 @@ from envscope.pipeline._residue_rule import ResidueRule
 from envscope.pipeline._sanitize import SanitizeOptions, sanitize
 from envscope.pipeline.secret_rule import SecretRule
 from envscope.policy._declarations import OriginKind, norm
-from envscope.policy.formats import find_format
 from envscope.policy.surfaces import BaseFilter, Surface, mcp_allowlist
 
 if TYPE_CHECKING:
@@ -157,6 +156,8 @@ def secret_rule(request: BuildRequest) -> SecretRule:
     The caller's ``extra`` counts as the host's values except on the ``mcp``
     surface, where it is the server's block: the operator's literals.
     """
+    from envscope.policy.formats import find_format  # loaded with a host's first build
+
     surface, binding, routed = request.surface, request.binding, request.routed
     surface_policy = request.settings.surface_policies.get(surface)
     caller: list[Mapping[str, str]] = [] if surface_policy is None else [surface_policy.set_env]

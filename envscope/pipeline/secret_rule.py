@@ -50,7 +50,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envscope.policy._declarations import Declaration, Origin, OriginKind, Tier
-from envscope.policy.formats import FORMATS_SOURCE
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -367,6 +366,8 @@ class SecretRule:
         )
         if own_provider and self.inherit_credentials:
             return None  # a credentialed child's own provider key
+        from envscope.policy.formats import FORMATS_SOURCE  # loaded: ``formats`` is its
+
         origin = Origin(
             OriginKind.CATALOG, f"credential format {fmt.name} ({fmt.issuer})", path=FORMATS_SOURCE
         )

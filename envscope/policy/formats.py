@@ -25,7 +25,6 @@ thing: ``reset_table()`` is the test seam); nothing is read at import.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import enum
 import functools
@@ -133,6 +132,8 @@ def github_checksum(body: str) -> str:
 
 
 def _b64decode(text: str) -> bytes | None:
+    import base64  # a few formats decode a body: base64 (and struct) load then
+
     try:
         return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
     except (binascii.Error, ValueError):
