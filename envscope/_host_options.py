@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Literal
 
-from envscope._inputs import WINDOWS, name_list, valid_name
+from envscope._inputs import WINDOWS, check_flags, name_list, valid_name
 from envscope.errors import ConfigurationError
 from envscope.pipeline.build import BuildSettings
 from envscope.pipeline.stages import FORCE_PREFIX
@@ -96,11 +96,9 @@ def host_options(
         "mcp_network_trust": mcp_network_trust,
         "refuse_redirecting": refuse_redirecting,
     }
-    if change_notification is not None:
-        flags["change_notification"] = change_notification
-    for keyword, flag in flags.items():
-        if not isinstance(flag, bool):
-            raise ConfigurationError(f"{keyword}: must be True or False")
+    flags |= {"windows": windows} if windows is not None else {}
+    flags |= {"change_notification": change_notification} if change_notification is not None else {}
+    check_flags(flags)
     if on_unreadable_platform not in ("raise", "deny"):
         raise ConfigurationError("on_unreadable_platform: must be 'raise' or 'deny'")
     if isinstance(max_env_bytes, bool) or not isinstance(max_env_bytes, int) or max_env_bytes < 1:
@@ -118,7 +116,7 @@ def host_options(
         # over the real file system; a file-system seam (tests, fakes) gets the stamp unless asked.
         change_notification=fs is None if change_notification is None else change_notification,
         on_unreadable_platform=on_unreadable_platform,
-        fold=WINDOWS if windows is None else bool(windows),
+        fold=WINDOWS if windows is None else windows,
         surface_policies=_surface_policies(surface_policies, mcp_families),
         strip_value_aliases=strip_value_aliases,
         max_env_bytes=max_env_bytes,

@@ -20,6 +20,7 @@ __all__ = [
     "EnvironCopies",
     "build_arguments",
     "check_env",
+    "check_flags",
     "coerce_extra",
     "config_entry_error",
     "copy_env",
@@ -105,17 +106,30 @@ def home_identity(path: str | os.PathLike[str]) -> str:
     return os.path.normcase(resolved) if WINDOWS else resolved
 
 
+def check_flags(flags: Mapping[str, object]) -> None:
+    """Each keyword's value is ``True`` or ``False``; else a ``ConfigurationError`` naming it.
+
+    A truthy string (``"false"``) or a falsy number (``scrub=0``) is a mistake
+    that would fail open: credentials inherited, a child left unscrubbed.
+    """
+    for keyword, flag in flags.items():
+        if not isinstance(flag, bool):
+            raise ConfigurationError(f"{keyword}: must be True or False")
+
+
 def build_arguments(
     extra: Mapping[str, object] | None,
     passthrough: Iterable[str],
     grant: Iterable[str],
+    flags: Mapping[str, object],
 ) -> tuple[tuple[str, ...], frozenset[str], dict[str, str]]:
-    """A build's arguments checked: passthrough names, grants, ``extra``.
+    """A build's arguments checked: its flags, passthrough names, grants, ``extra``.
 
     A grant names an exact key of ``extra``: one ``extra`` does not hold is a
     ``PassthroughRefusedError`` (whether the key may pass is the build's secret
     rule's to say, at stage 4).
     """
+    check_flags(flags)
     names = name_list(passthrough, "passthrough", allow_empty=True)
     granted = frozenset(name_list(grant, "grant"))
     extras = coerce_extra(extra)

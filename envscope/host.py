@@ -21,6 +21,7 @@ from envscope._host_options import host_options
 from envscope._inputs import (
     DEFAULT_MAX_ENV_BYTES,
     build_arguments,
+    check_flags,
     copy_env,
     home_identity,
     name_list,
@@ -95,6 +96,7 @@ class Host:
         mcp_families: Iterable[str] = (),
     ) -> None:
         self.launch_home = home_identity(launch_home)
+        check_flags({"multiplex": multiplex})
         if not os.path.isdir(self.launch_home):  # a typo would hide the launch manifests
             raise ConfigurationError(
                 f"{self.launch_home}: the launch home is not a directory (a typo?)"
@@ -348,7 +350,12 @@ class Host:
         in ``grant``), an injection vector, or an exported shell function.
         """
         surface = surface_of(surface)
-        passthrough, granted, extras = build_arguments(extra, passthrough, grant)
+        flags = {
+            "inherit_credentials": inherit_credentials,
+            "strip_launch_profile": strip_launch_profile,
+            "scrub": scrub,
+        }
+        passthrough, granted, extras = build_arguments(extra, passthrough, grant, flags)
         process = copy_env(self._environ, "environ")  # checked when the build runs
         snapshot = process if base is None else copy_env(base)
         if not scrub:
@@ -495,7 +502,7 @@ class Host:
         self, surface: Surface | str, extra: Mapping[str, object] | None, inherit: bool
     ) -> BuildRequest:
         """The request a build in this context would make (no base, no passthrough, no grant)."""
-        _, _, extras = build_arguments(extra, (), ())
+        _, _, extras = build_arguments(extra, (), (), {"inherit_credentials": inherit})
         process = snapshot_env(self._environ, "environ")
         return self._request(
             process, None, extras, surface=surface_of(surface), inherit_credentials=inherit
