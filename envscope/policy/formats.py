@@ -264,6 +264,9 @@ def _row(raw: object, i: int, source: str) -> CredentialFormat:
     if run is not None:
         if not isinstance(run, dict) or set(run) != {"chars", "min", "max"}:
             raise fail("run_before", "needs chars, min and max")
+        bounds = (run["min"], run["max"])
+        if not all(isinstance(b, int) and not isinstance(b, bool) and b >= 0 for b in bounds):
+            raise fail("run_before", "min and max must be whole numbers of characters")
         run_before = RunBefore(str(run["chars"]), int(run["min"]), int(run["max"]))
     try:
         checksum = None if raw.get("checksum") is None else Checksum(raw["checksum"])

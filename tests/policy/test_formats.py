@@ -276,6 +276,8 @@ ROW = {"name": "x-token", "issuer": "X", "category": "tool", "prefix": "xt_",
         ({"colour": "red"}, "formats.0.colour"),
         ({"source": ""}, "formats.0.source"),
         ({"run_before": {"chars": "0-9"}}, "formats.0.run_before"),
+        ({"run_before": {"chars": "0-9", "min": "two", "max": 4}}, "formats.0.run_before"),
+        ({"run_before": {"chars": "0-9", "min": 1, "max": None}}, "formats.0.run_before"),
     ],
     ids=["slug", "capture", "broken", "checksum", "unknown", "source", "run-before"],
 )
