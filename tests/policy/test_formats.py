@@ -279,7 +279,17 @@ ROW = {"name": "x-token", "issuer": "X", "category": "tool", "prefix": "xt_",
         ({"run_before": {"chars": "0-9", "min": "two", "max": 4}}, "formats.0.run_before"),
         ({"run_before": {"chars": "0-9", "min": 1, "max": None}}, "formats.0.run_before"),
     ],
-    ids=["slug", "capture", "broken", "checksum", "unknown", "source", "run-before"],
+    ids=[
+        "slug",
+        "capture",
+        "broken",
+        "checksum",
+        "unknown",
+        "source",
+        "run-before",
+        "run-before-text",
+        "run-before-none",
+    ],  # fmt: skip
 )
 def test_invalid_row_names_the_field(change: dict[str, object], field: str) -> None:
     """A malformed row is a CatalogError naming the file and the field, never a value."""
