@@ -289,7 +289,7 @@ ROW = {"name": "x-token", "issuer": "X", "category": "tool", "prefix": "xt_",
         "run-before",
         "run-before-text",
         "run-before-none",
-    ],  # fmt: skip
+    ],
 )
 def test_invalid_row_names_the_field(change: dict[str, object], field: str) -> None:
     """A malformed row is a CatalogError naming the file and the field, never a value."""
