@@ -120,7 +120,6 @@ class Host:
             refuse_redirecting=refuse_redirecting,
             mcp_families=mcp_families,
         )
-        self.home_env_var = options.home_env_var
         self._catalog = catalog
         self._environ: MutableMapping[str, str] = os.environ if environ is None else environ
         self._launch = LaunchState(
@@ -166,6 +165,11 @@ class Host:
 
             self._catalog = Catalog.default()
         return self._catalog
+
+    @property
+    def home_env_var(self) -> str:
+        """The variable that tells a routed child (and every worker) its home."""
+        return self._options.home_env_var
 
     @property
     def global_names(self) -> frozenset[str]:
