@@ -32,7 +32,7 @@ CATALOG_FIELDS = frozenset({"catalog", "global_names"})
 """The ``BuildSettings`` fields that come from the catalog in force, not from the options."""
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class HostOptions:
     """A host's checked configuration (what its keywords said, nothing read from disk)."""
 

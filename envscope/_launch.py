@@ -35,7 +35,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, MutableMapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeVar
 
@@ -98,44 +97,36 @@ class _Bounded(OrderedDict[str, _V]):
             self.popitem(last=False)
 
 
-@dataclass(frozen=True, slots=True, repr=False)  # holds values: no generated repr
-class _DotenvRead:
-    """A home's ``.env`` values and what they were read under."""
+# The caches' entries are plain tuples (as the outside-env memo's): a cache entry
+# is its key and what was made under it, read in one place.
+_DotenvRead = tuple[
+    tuple[FileSignature | None, FileSignature | None, dict[str, str]], Mapping[str, str]
+]
+"""A home's ``.env`` values cache entry: (what they were read under, the values)."""
 
-    key: tuple[FileSignature | None, FileSignature | None, dict[str, str]]
-    values: Mapping[str, str]
+_BuiltScope = tuple[
+    Mapping[str, str], "tuple[tuple[SecretSource, dict[str, str]], ...]", Mapping[str, str], Scope
+]
+"""A home's scope cache entry: (the ``.env`` values, what each source fetched, the managed
+values, the scope built from them)."""
 
-
-@dataclass(frozen=True, slots=True, repr=False)  # holds values: no generated repr
-class _BuiltScope:
-    """A home's scope and the very inputs it was built from."""
-
-    dotenv: Mapping[str, str]
-    fetched: tuple[tuple[SecretSource, dict[str, str]], ...]
-    managed: Mapping[str, str]
-    scope: Scope
-
-    def fits(
-        self,
-        dotenv: Mapping[str, str],
-        fetched: tuple[tuple[SecretSource, dict[str, str]], ...],
-        managed: Mapping[str, str],
-    ) -> bool:
-        """The same ``.env`` values (``is``), equal managed and fetched values."""
-        if self.dotenv is not dotenv or (self.managed is not managed and self.managed != managed):
-            return False
-        if len(self.fetched) != len(fetched):
-            return False
-        return all(a is c and b == d for (a, b), (c, d) in zip(self.fetched, fetched, strict=True))
+_Residue = tuple[tuple[FileSignature, int], frozenset[str], Mapping[str, Origin]]
+"""The residue cache entry: ((the launch ``.env`` signature, the load count), names, origins)."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Residue:
-    """The residue names and origins, with the launch ``.env`` signature and load count."""
-
-    key: tuple[FileSignature, int]
-    names: frozenset[str]
-    origins: Mapping[str, Origin]
+def _scope_fits(
+    built: _BuiltScope,
+    dotenv: Mapping[str, str],
+    fetched: tuple[tuple[SecretSource, dict[str, str]], ...],
+    managed: Mapping[str, str],
+) -> bool:
+    """The same ``.env`` values (``is``), equal managed and fetched values."""
+    old_dotenv, old_fetched, old_managed, _ = built
+    if old_dotenv is not dotenv or (old_managed is not managed and old_managed != managed):
+        return False
+    if len(old_fetched) != len(fetched):
+        return False
+    return all(a is c and b == d for (a, b), (c, d) in zip(old_fetched, fetched, strict=True))
 
 
 def fetch_source(source: SecretSource, home: str) -> dict[str, str]:
@@ -273,8 +264,8 @@ class LaunchState:
         with self.lock:
             loads = self._loads  # the version before the sets are read
             cached = self._residue
-        if cached is not None and signature is not None and cached.key == (signature, loads):
-            return cached.names, cached.origins
+        if cached is not None and signature is not None and cached[0] == (signature, loads):
+            return cached[1], cached[2]
         current = read_dotenv(path, interpolate=False)
         origins: dict[str, Origin] = {}
         with self.lock:
@@ -284,7 +275,7 @@ class LaunchState:
                 origins[norm(name)] = Origin(OriginKind.LAUNCH_DOTENV, "launch .env", path=path)
             names, view = frozenset(origins), MappingProxyType(origins)
             if signature is not None:
-                self._residue = _Residue((signature, loads), names, view)
+                self._residue = ((signature, loads), names, view)
         return names, view
 
     def _home_dotenv(self, home: str, outside: dict[str, str]) -> Mapping[str, str]:
@@ -301,14 +292,14 @@ class LaunchState:
         if trusted:
             with self.lock:
                 cached = self._dotenvs.hit(home)
-            if cached is not None and cached.key == key:
-                return cached.values
+            if cached is not None and cached[0] == key:
+                return cached[1]
         values = MappingProxyType(
             read_dotenv(dotenv_path, environ=outside, override=True, unless_same_as=launch_file)
         )
         if trusted:
             with self.lock:
-                self._dotenvs.put(home, _DotenvRead(key, values))
+                self._dotenvs.put(home, (key, values))
         return values
 
     def _outside_env(self, global_names: frozenset[str]) -> dict[str, str]:
@@ -340,8 +331,8 @@ class LaunchState:
         managed = self.managed()
         with self.lock:
             cached = self._scopes.hit(home)
-        if cached is not None and cached.fits(dotenv, fetched, managed):
-            return cached.scope
+        if cached is not None and _scope_fits(cached, dotenv, fetched, managed):
+            return cached[3]
         dotenv_path = os.path.join(home, ".env")
         scope = dict(dotenv)
         origins = {norm(k): Origin(OriginKind.SCOPE, ".env", path=dotenv_path) for k in scope}
@@ -356,5 +347,5 @@ class LaunchState:
             origins[norm(key)] = Origin(OriginKind.MANAGED, "managed", path=self.managed_path)
         built: Scope = (MappingProxyType(scope), MappingProxyType(origins), frozenset(names))
         with self.lock:
-            self._scopes.put(home, _BuiltScope(dotenv, fetched, managed, built))
+            self._scopes.put(home, (dotenv, fetched, managed, built))
         return built

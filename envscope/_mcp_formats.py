@@ -49,7 +49,7 @@ class McpFormat(enum.Enum):
     AGENT = "agent-host YAML (mcp_servers)"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class McpServerConfig:
     """One stdio server of an MCP client config file (its env already resolved).
 

@@ -25,7 +25,6 @@ replays them into the caller's trace, fingerprinted with that trace's function.
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -46,14 +45,9 @@ def same_objects(old: Sequence[object], new: Sequence[object]) -> bool:
     return len(old) == len(new) and all(map(operator.is_, old, new))  # C-level: per build
 
 
-@dataclass(frozen=True, slots=True, repr=False)  # holds the child env: no generated repr
-class _Built:
-    """One remembered build: what it depended on, the child env, a traced build's decisions."""
-
-    same: tuple[object, ...]
-    equal: tuple[object, ...]
-    child: dict[str, str]
-    recording: Recording | None
+_Built = tuple[tuple[object, ...], tuple[object, ...], dict[str, str], "Recording | None"]
+"""One remembered build: the objects and maps it read, the child env, a traced build's
+decisions (a plain tuple, as the key is)."""
 
 
 class BuildMemo:
@@ -71,9 +65,12 @@ class BuildMemo:
     ) -> tuple[dict[str, str], Recording | None] | None:
         """A copy of the child built for ``shape`` from these very inputs (and its decisions)."""
         built = self._built.get(shape)
-        if built is None or not same_objects(built.same, same) or built.equal != equal:
+        if built is None:
             return None
-        return dict(built.child), built.recording
+        built_same, built_equal, child, recording = built
+        if not same_objects(built_same, same) or built_equal != equal:
+            return None
+        return dict(child), recording
 
     def put(
         self,
@@ -86,7 +83,7 @@ class BuildMemo:
         """Remember a private copy of the child built for ``shape`` from these inputs."""
         if len(self._built) >= self.MAX_SHAPES and shape not in self._built:
             self._built.clear()
-        self._built[shape] = _Built(same, equal, dict(child), recording)
+        self._built[shape] = (same, equal, dict(child), recording)
 
     def __len__(self) -> int:
         return len(self._built)

@@ -48,7 +48,7 @@ OWNER: Mapping[str, object] = MappingProxyType({"memo": Role.OWNER})
 DERIVED: Mapping[str, object] = MappingProxyType({"memo": Role.DERIVED})
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class BuildSettings:
     """The host's configuration a build reads; the host makes a new one when it changes."""
 
@@ -83,7 +83,7 @@ class BuildSettings:
         return f"BuildSettings(home_env_var={self.home_env_var!r}, fold={self.fold})"
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class BuildRequest:
     """Everything one build reads (holds values: its repr shows none)."""
 

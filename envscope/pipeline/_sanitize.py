@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["SanitizeOptions", "sanitize"]
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class SanitizeOptions:
     """What stage 4 needs besides the entries.
 

@@ -77,7 +77,7 @@ class Grade(enum.IntEnum):
     SOURCE = 3  # a secret source's own credential: nothing, under any key
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class SecretMatch:
     """A secret found in a value: whose it is, how strict, whether it is the whole value.
 
