@@ -1,70 +1,27 @@
-"""``HostOptions``: a ``Host``'s keyword arguments, checked once, when the host is made.
+"""``host_options``: a ``Host``'s keyword arguments, checked once, when the host is made.
 
-``host_options`` turns the constructor's keywords into one frozen record (a
-mistake is a ``ConfigurationError`` naming the keyword, never a value);
-``HostOptions.settings`` makes the ``BuildSettings`` a build reads from it and
-the catalog in force. Every ``BuildSettings`` field but the catalog's two is a
-``HostOptions`` field of the same name (a test pins it), so the one is the other
-plus the catalog, not a second list of the same facts.
+The constructor's keywords become one frozen ``HostOptions`` (the record a
+build reads through its request, in ``pipeline._request``); a mistake is a
+``ConfigurationError`` naming the keyword, never a value.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Literal
 
 from envscope._inputs import WINDOWS, check_flags, name_list, valid_name
 from envscope.errors import ConfigurationError
-from envscope.pipeline.build import BuildSettings
+from envscope.pipeline.build import HostOptions
 from envscope.pipeline.stages import FORCE_PREFIX
 from envscope.policy._declarations import norm
 from envscope.policy.surfaces import Surface, SurfacePolicy
 
 if TYPE_CHECKING:
     from envscope.files._fs import FileSystem
-    from envscope.policy.catalog import Catalog
 
-__all__ = ["CATALOG_FIELDS", "HostOptions", "host_options"]
-
-CATALOG_FIELDS = frozenset({"catalog", "global_names"})
-"""The ``BuildSettings`` fields that come from the catalog in force, not from the options."""
-
-
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
-class HostOptions:
-    """A host's checked configuration (what its keywords said, nothing read from disk)."""
-
-    home_env_var: str
-    managed_path: str | None
-    bundled_root: str | None
-    global_names: frozenset[str] | None  # upper-cased; None: the catalog's
-    change_notification: bool
-    on_unreadable_platform: Literal["raise", "deny"]
-    fold: bool  # Windows: names fold, the child holds one spelling per name
-    surface_policies: Mapping[Surface, SurfacePolicy]
-    strip_value_aliases: bool
-    max_env_bytes: int
-    allow_injection: frozenset[str]  # upper-cased
-    known_safe: frozenset[str]  # upper-cased: no "looks like a credential" warning
-    mcp_network_trust: bool  # the proxy/CA family reaches MCP children
-    refuse_redirecting: bool  # PATH, HOME, indexes, proxies… refused when introduced too
-
-    def settings(self, catalog: Catalog) -> BuildSettings:
-        """The ``BuildSettings`` of a build under ``catalog``."""
-        names = self.global_names
-        if names is None:
-            names = catalog.global_names | {norm(self.home_env_var)}
-        given = {
-            f.name: getattr(self, f.name)
-            for f in fields(BuildSettings)
-            if f.name not in CATALOG_FIELDS
-        }
-        return BuildSettings(catalog=catalog, global_names=names, **given)
-
-    def __repr__(self) -> str:
-        return f"HostOptions(home_env_var={self.home_env_var!r}, fold={self.fold})"
+__all__ = ["HostOptions", "host_options"]
 
 
 def host_options(
@@ -107,7 +64,7 @@ def host_options(
         home_env_var=home_env_var,
         managed_path=None if managed_env_file is None else os.fspath(managed_env_file),
         bundled_root=None if bundled_plugins is None else os.fspath(bundled_plugins),
-        global_names=(
+        global_names_given=(
             None
             if global_names is None
             else frozenset(map(norm, name_list(global_names, "global_names")))

@@ -35,7 +35,6 @@ from envscope.pipeline._binding import Binding, HomeShare
 from envscope.pipeline._memo import BuildMemo
 from envscope.pipeline.build import (
     BuildRequest,
-    BuildSettings,
     build,
     check_parent_envs,
     parent_env,
@@ -132,7 +131,8 @@ class Host:
         )
         self._fs = fs
         self._host_key: HostKey | None = None  # made on first use (it loads hashlib, secrets)
-        self._build_settings: BuildSettings | None = None  # made on first use (_settings)
+        # the catalog in force and the global names under it (made on first use: _globals)
+        self._catalog_globals: tuple[Catalog, frozenset[str]] | None = None
         self._check_surface_sets()
         self._lock = threading.Lock()
         self._source_credentials: frozenset[str] = frozenset()
@@ -174,11 +174,11 @@ class Host:
     @property
     def global_names(self) -> frozenset[str]:
         """Upper-cased names never stripped as launch residue."""
-        return self._settings().global_names
+        return self._globals()[1]
 
     def refuses_injection(self, upper_key: str) -> bool:
         """True when a scope, extra, passthrough or secret source may not introduce this name."""
-        return self._settings().refuses(upper_key)
+        return self._options.refuses(upper_key, self.catalog)
 
     def _check_surface_sets(self) -> None:
         """A surface policy's ``set`` may not introduce an injection vector (an error)."""
@@ -399,8 +399,11 @@ class Host:
         target = self.launch_home if binding is None else binding.home
         routed = self.multiplex if binding is None else binding.routed
         launch = self._launch
+        catalog, global_names = self._globals()
         return BuildRequest(
-            settings=self._settings(),
+            options=self._options,
+            catalog=catalog,
+            global_names=global_names,
             surface=surface,
             inherit_credentials=inherit_credentials,
             strip_launch_profile=strip_launch_profile,
@@ -445,14 +448,14 @@ class Host:
             return supplied  # the launch set itself: the build memo compares it by identity first
         return supplied | binding.source_names
 
-    def _settings(self) -> BuildSettings:
-        """The host's configuration as a build reads it (made again when the catalog changes)."""
-        settings = self._build_settings
+    def _globals(self) -> tuple[Catalog, frozenset[str]]:
+        """The catalog in force and the global names under it (made again when it changes)."""
+        made = self._catalog_globals
         catalog = self.catalog
-        if settings is None or settings.catalog is not catalog:
-            settings = self._options.settings(catalog)
-            self._build_settings = settings  # one assignment: a racing build makes an equal one
-        return settings
+        if made is None or made[0] is not catalog:
+            made = (catalog, self._options.global_names(catalog))
+            self._catalog_globals = made  # one assignment: a racing build makes an equal one
+        return made
 
     def _launch_policy(self, binding: Binding | None) -> SecretPolicy:
         """The launch home's policy, checked once per routed() binding (with the residue)."""

@@ -1,28 +1,17 @@
-"""A host's keywords are checked once into ``HostOptions``; its settings follow from it."""
+"""A host's keywords are checked once into ``HostOptions``; a build reads that very record."""
 
 from __future__ import annotations
 
-from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from envscope import Catalog, Host
-from envscope._host_options import CATALOG_FIELDS, HostOptions
 from envscope.errors import ConfigurationError
-from envscope.pipeline.build import BuildSettings
 
 
-def test_build_settings_are_the_options_plus_the_catalog() -> None:
-    """Every BuildSettings field but the catalog's is a HostOptions field of the same name."""
-    options = {f.name for f in fields(HostOptions)}
-    settings = {f.name for f in fields(BuildSettings)}
-    assert settings - CATALOG_FIELDS <= options
-    assert settings >= CATALOG_FIELDS
-
-
-def test_each_option_reaches_the_settings(tmp_path: Path) -> None:
-    """A host's settings hold each of its options, field by field."""
+def test_each_keyword_reaches_the_options(tmp_path: Path) -> None:
+    """A host's options hold each of its keywords, checked and normalised."""
     host = Host(
         tmp_path,
         catalog=Catalog.default(),
@@ -37,12 +26,44 @@ def test_each_option_reaches_the_settings(tmp_path: Path) -> None:
         refuse_redirecting=True,
         managed_env_file=tmp_path / "managed.env",
     )
-    options, settings = host._options, host._settings()
-    for f in fields(BuildSettings):
-        if f.name not in CATALOG_FIELDS:
-            assert getattr(settings, f.name) == getattr(options, f.name), f.name
-    assert settings.allow_injection == {"LD_PRELOAD"}
-    assert "MY_HOME" in settings.global_names
+    options = host._options
+    assert (options.home_env_var, options.fold, options.max_env_bytes) == ("MY_HOME", True, 4096)
+    assert (options.strip_value_aliases, options.mcp_network_trust) == (False, False)
+    assert options.refuse_redirecting is True
+    assert options.allow_injection == {"LD_PRELOAD"}
+    assert options.known_safe == {"SOME_TOKEN"}
+    assert options.managed_path == str(tmp_path / "managed.env")
+
+
+@pytest.mark.parametrize("given", [None, ["tmpdir", "My_Var"]], ids=["catalog's", "given"])
+def test_global_names_are_given_or_the_catalogs(tmp_path: Path, given: list[str] | None) -> None:
+    """Given global names are the set (upper-cased); else the catalog's plus the home variable."""
+    catalog = Catalog.default()
+    host = Host(tmp_path, catalog=catalog, environ={}, home_env_var="MY_HOME", global_names=given)
+    expected = catalog.global_names | {"MY_HOME"} if given is None else {"TMPDIR", "MY_VAR"}
+    assert host.global_names == expected
+    assert host.global_names is host.global_names  # one object while the catalog is the same
+
+
+def test_a_build_reads_the_hosts_options_and_catalog(tmp_path: Path) -> None:
+    """The request a build reads holds the host's very options, catalog and global names."""
+    from envscope.pipeline._request import BuildRequest
+
+    made: list[BuildRequest] = []
+    real = BuildRequest.__init__
+
+    def keeping(self: BuildRequest, *args: object, **kwargs: object) -> None:
+        real(self, *args, **kwargs)  # type: ignore[arg-type]
+        made.append(self)
+
+    host = Host(tmp_path, catalog=Catalog.default(), environ={})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(BuildRequest, "__init__", keeping)
+        host.build_subprocess_env({"PATH": "/bin"})
+    (request,) = made
+    assert request.options is host._options
+    assert request.catalog is host.catalog
+    assert request.global_names is host.global_names
 
 
 BAD: list[tuple[str, object]] = [

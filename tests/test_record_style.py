@@ -24,6 +24,7 @@ NOT_FROZEN = {
     "_Flight": "a home's single-flight lock and user count",
     "Built": "the CLI's build in progress",
     "CatalogMemo": "a catalog's lookup answers and compiled patterns, filled on the spawn path",
+    "BuildRequest": "made on every spawn, then only read (tests/pipeline/test_request.py)",
 }
 """Mutable state, not records: each is named with why it is not frozen."""
 

@@ -2,8 +2,8 @@
 
 The host checks the caller's arguments and reads what only it may read (the
 process env, the launch residue, the managed file, the policies); everything
-a build needs then travels in one frozen ``BuildRequest`` (``_request``: its
-``BuildSettings`` are the host's configuration). ``run_build`` is pure: it
+a build needs then travels in one ``BuildRequest`` (``_request``: its
+``HostOptions`` are the host's configuration). ``run_build`` is pure: it
 reads no file and no ``os.environ``. Read top to bottom: ``build`` →
 ``run_build`` → stages 1-3 (``_routed_stages``) → stage 4 (``sanitize``, asking
 the build's ``secret_rule``) → the block check → the trace's findings.
@@ -25,7 +25,7 @@ from envscope.audit.trace import (
     keep_value,
 )
 from envscope.pipeline import stages
-from envscope.pipeline._request import BuildRequest, BuildSettings, memo_key
+from envscope.pipeline._request import BuildRequest, HostOptions, memo_key
 from envscope.pipeline._residue_rule import ResidueRule
 from envscope.pipeline._sanitize import SanitizeOptions, sanitize
 from envscope.pipeline.secret_rule import SecretRule
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BuildRequest",
-    "BuildSettings",
+    "HostOptions",
     "build",
     "check_parent_envs",
     "own_values",
@@ -99,7 +99,7 @@ def own_values(binding: Binding | None) -> dict[str, frozenset[str]]:
 
 def _routed_stages(request: BuildRequest, entries: stages.Entries, trace: Trace) -> stages.Entries:
     """Stages 1-3: strip the launch residue, overlay the routed scope, apply the managed keys."""
-    settings, binding = request.settings, request.binding
+    options, binding = request.options, request.binding
     rule = _residue_rule(request)
     if rule is not None:
         entries = stages.strip_residue(entries, rule=rule, trace=trace)
@@ -110,11 +110,11 @@ def _routed_stages(request: BuildRequest, entries: stages.Entries, trace: Trace)
         origins=origins,
         home=request.target,
         trace=trace,
-        refuse=settings.refuses,
-        fold=settings.fold,
+        refuse=request.refuses,
+        fold=options.fold,
     )
     return stages.apply_managed(
-        entries, request.managed, path=settings.managed_path, trace=trace, fold=settings.fold
+        entries, request.managed, path=options.managed_path, trace=trace, fold=options.fold
     )
 
 
@@ -135,19 +135,19 @@ def _residue_rule(request: BuildRequest) -> ResidueRule | None:
 
 def _base_filter(request: BuildRequest) -> BaseFilter | None:
     """The surface's filter of the base env (its allowlist and the host's surface policy)."""
-    settings = request.settings
-    surface_policy = settings.surface_policies.get(request.surface)
+    options = request.options
+    surface_policy = options.surface_policies.get(request.surface)
     allowlist = None
     if request.supplied is not None:
-        trust = settings.catalog.network_trust if settings.mcp_network_trust else frozenset()
+        trust = request.catalog.network_trust if options.mcp_network_trust else frozenset()
         allowlist = mcp_allowlist(
-            windows=settings.fold,
+            windows=options.fold,
             supplied=frozenset(map(norm, request.supplied)),
             network_trust=trust,
         )
     if allowlist is None and surface_policy is None:
         return None
-    return BaseFilter(allowlist, surface_policy, settings.fold)
+    return BaseFilter(allowlist, surface_policy, options.fold)
 
 
 def secret_rule(request: BuildRequest) -> SecretRule:
@@ -159,7 +159,7 @@ def secret_rule(request: BuildRequest) -> SecretRule:
     from envscope.policy.formats import find_format  # loaded with a host's first build
 
     surface, binding, routed = request.surface, request.binding, request.routed
-    surface_policy = request.settings.surface_policies.get(surface)
+    surface_policy = request.options.surface_policies.get(surface)
     caller: list[Mapping[str, str]] = [] if surface_policy is None else [surface_policy.set_env]
     if surface is not Surface.MCP:
         caller.append(request.extras)
@@ -174,8 +174,8 @@ def secret_rule(request: BuildRequest) -> SecretRule:
         scope=None if binding is None else binding.scope,
         own=own_values(binding) if routed else None,
         ungrantable=request.ungrantable,
-        formats=find_format if request.settings.strip_value_aliases else None,
-        known_safe=request.settings.known_safe,
+        formats=find_format if request.options.strip_value_aliases else None,
+        known_safe=request.options.known_safe,
     )
 
 
@@ -183,9 +183,9 @@ def _sanitize_options(
     request: BuildRequest, parent: stages.Entries, entries: stages.Entries
 ) -> SanitizeOptions:
     """What stage 4 needs besides the entries."""
-    settings, surface, passthrough = request.settings, request.surface, request.passthrough
-    fold, routed = settings.fold, request.routed
-    surface_policy = settings.surface_policies.get(surface)
+    options, surface, passthrough = request.options, request.surface, request.passthrough
+    fold, routed = options.fold, request.routed
+    surface_policy = options.surface_policies.get(surface)
     scope: Mapping[str, str] = {} if request.binding is None else request.binding.scope
     return SanitizeOptions(
         rule=secret_rule(request),
@@ -198,18 +198,18 @@ def _sanitize_options(
         drop_shell_functions=surface is Surface.MCP,
         # A routed child is told its own home on every surface; a worker always.
         pinned=(
-            {settings.home_env_var: request.target} if routed or surface is Surface.WORKER else {}
+            {options.home_env_var: request.target} if routed or surface is Surface.WORKER else {}
         ),
         surface_set={} if surface_policy is None else surface_policy.set_env,
-        refuse=settings.refuses,
-        introduced=frozenset(n.upper() for n in request.applied if settings.refuses(n.upper())),
+        refuse=request.refuses,
+        introduced=frozenset(n.upper() for n in request.applied if request.refuses(n.upper())),
         # every spelling, even where names fold (passthrough compares against each)
         launch_env=(
             parent
             if not fold or not passthrough
             else stages.to_entries(request.snapshot, fold=False)
         ),
-        strip_secret_values=settings.strip_value_aliases,
+        strip_secret_values=options.strip_value_aliases,
         managed_names=frozenset(map(norm, request.managed)),
         extra_is_block=surface is Surface.MCP,
         grant=request.granted,
@@ -231,13 +231,13 @@ def check_parent_envs(snapshot: dict[str, str], process: dict[str, str] | None) 
 def run_build(request: BuildRequest, trace: Trace = NULL_TRACE) -> dict[str, str]:
     """The parent envs checked, the four stages, the block check (and the findings if traced)."""
     check_parent_envs(request.snapshot, request.process)
-    settings = request.settings
-    parent = entries = stages.to_entries(request.snapshot, trace, fold=settings.fold)
+    options = request.options
+    parent = entries = stages.to_entries(request.snapshot, trace, fold=options.fold)
     if request.routed:
         entries = _routed_stages(request, entries, trace)
-    options = _sanitize_options(request, parent, entries)
+    stage4 = _sanitize_options(request, parent, entries)
     child = stages.validate_block(
-        sanitize(entries, options, trace=trace), max_total_bytes=settings.max_env_bytes, trace=trace
+        sanitize(entries, stage4, trace=trace), max_total_bytes=options.max_env_bytes, trace=trace
     )
     if trace.enabled:
         _finish_trace(trace, child, request)
@@ -251,24 +251,24 @@ def _finish_trace(trace: Trace, child: Mapping[str, str], request: BuildRequest)
         find_credential_values,
     )
 
-    settings, policy, ctx = request.settings, request.policy, trace.context
-    for key in trace.record_untouched(child, settings.global_names):
+    global_names, policy, ctx = request.global_names, request.policy, trace.context
+    for key in trace.record_untouched(child, global_names):
         # A global name (TMPDIR is on glibc's list) is an ordinary process-wide setting.
-        if settings.catalog.is_injection_vector(key) and key.upper() not in settings.global_names:
+        if request.catalog.is_injection_vector(key) and key.upper() not in global_names:
             message = (
                 f"{key}: the launch env carries a name that changes how a child's "
                 "loader, shell or interpreter starts (kept: it was not introduced)"
             )
             ctx.warnings.append(BuildWarning(key, "injection-vector", message))
     for finding in find_credential_values(child, policy=policy):
-        if finding.key.upper() in settings.known_safe:
+        if finding.key.upper() in request.options.known_safe:
             continue  # the operator said once that children may have it
         message = (
             f"{finding.key}: the value looks like a {finding.kind} but no rule declares "
             "the name (kept; declare it in the catalog or a manifest if it is a secret)"
         )
         ctx.warnings.append(BuildWarning(finding.key, f"value-shape:{finding.kind}", message))
-    known_safe = settings.known_safe
+    known_safe = request.options.known_safe
     for name_finding in find_credential_names(child, policy=policy, known_safe=known_safe):
         key, kind = name_finding.key, name_finding.kind
         ctx.warnings.append(BuildWarning(key, kind, str(name_finding)))
@@ -284,7 +284,7 @@ def parent_env(request: BuildRequest) -> dict[str, str]:
     managed keys applied; else the base itself. What ``${NAME}`` in an MCP
     server's env block resolves against (never a launch profile's value).
     """
-    entries = stages.to_entries(request.snapshot, fold=request.settings.fold)
+    entries = stages.to_entries(request.snapshot, fold=request.options.fold)
     if request.routed:
         entries = _routed_stages(request, entries, NULL_TRACE)
     return stages.from_entries(entries)

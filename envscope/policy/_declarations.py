@@ -151,7 +151,7 @@ class HomeDeclarations:
     ``deny_prefixes`` come from plugins that could not be read: every
     secret-suffixed name under one of them is denied. ``complete`` is False
     when any part of the scan failed; ``problems`` says what and where.
-    Unhashable (it holds mappings), like the dataclass it was.
+    Unhashable: it holds mappings.
     """
 
     secrets: Mapping[str, Declaration] = field(default_factory=lambda: EMPTY_MAPPING)

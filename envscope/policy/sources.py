@@ -1,9 +1,9 @@
 """Secret sources: where a host fetches values that are in no file (a vault, 1Password).
 
 A source may also have a ``credential_names`` attribute: the names it reads to
-authenticate (``("VAULT_TOKEN",)``). The attribute is optional, so the
-protocol stays what it was; ``Host.add_secret_source`` makes those names Tier 1
-for every child of the host.
+authenticate (``("VAULT_TOKEN",)``). The attribute is optional: a source
+without it is still a ``SecretSource``. ``Host.add_secret_source`` makes those
+names Tier 1 for every child of the host.
 """
 
 from __future__ import annotations

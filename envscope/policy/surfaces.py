@@ -125,7 +125,7 @@ def surface_of(surface: Surface | str) -> Surface:
     return found
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Allowlist:
     """Upper-cased names and prefixes a base key must match to reach an allowlist child."""
 
@@ -287,11 +287,12 @@ def with_mcp_families(
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class BaseFilter:
     """Which keys of the base reach a child: an allowlist and/or a surface policy.
 
-    The policy's globs are compiled once, in ``__post_init__`` (derived, never compared).
+    Made per build and never compared (no ``__eq__``); the policy's globs are compiled
+    once, in ``__post_init__``.
     """
 
     allowlist: Allowlist | None = None
