@@ -142,13 +142,15 @@ def cold_figures(cfg: Config, catalog: Catalog, homes: dict[int, str]) -> list[F
     """F3: a policy built from nothing (new host) for one home of 10, 100, 1,000 manifests."""
     Host(homes[10], catalog=catalog).policy()  # loads pydantic and yaml once, outside the timing
     samples: dict[int, list[int]] = {n: [] for n in homes}
+    stamped: dict[int, list[int]] = {n: [] for n in homes}
     for i in range(max(cfg.cold_reps.values())):  # interleaved: load hits every size alike
         for n, home in homes.items():
             if i < cfg.cold_reps[n]:
-                gc.collect()
-                start = time.perf_counter_ns()
-                Host(home, catalog=catalog).policy()
-                samples[n].append(time.perf_counter_ns() - start)
+                for gate, into in ((None, samples), (False, stamped)):
+                    gc.collect()
+                    start = time.perf_counter_ns()
+                    Host(home, catalog=catalog, change_notification=gate).policy()
+                    into[n].append(time.perf_counter_ns() - start)
     medians: dict[int, float] = {}
     figures = []
     for n in homes:
@@ -168,6 +170,19 @@ def cold_figures(cfg: Config, catalog: Catalog, homes: dict[int, str]) -> list[F
                     "p99_ms": percentile(times, 0.99) / 1e6,
                     "reps": len(times),
                 },
+            )
+        )
+        # The same without the change gate: what a cold build costs before its watches.
+        stamp_ms = statistics.median(stamped[n]) / 1e6
+        figures.append(
+            Figure(
+                f"cold_{n}_stamp",
+                "  the same, stamp only",
+                stamp_ms,
+                "ms",
+                "",
+                None,
+                {"reps": len(stamped[n])},
             )
         )
     per_hi, per_lo = medians[1000] / 1000, medians[100] / 100
@@ -255,23 +270,25 @@ def thread_figures(cfg: Config, catalog: Catalog, w2: Workload) -> list[Figure]:
     """F5: 8 threads building for 8 homes at once, against 1 thread building for all 8."""
     homes = w2.profiles[:8]
     host = w2.host(catalog)
+    stamped = w2.host(catalog, change_notification=False)  # the same without the change gate
     base = dict(w2.environ)
     n = cfg.thread_builds
     for home in homes:  # warm every home
-        with host.routed(home):
-            host.build_subprocess_env(base)
+        for each in (host, stamped):
+            with each.routed(home):
+                each.build_subprocess_env(base)
 
-    def builds(home: str) -> Callable[[], None]:
+    def builds(home: str, on: Host = host) -> Callable[[], None]:
         def run() -> None:
-            with host.routed(home):
+            with on.routed(home):
                 for _ in range(n):
-                    host.build_subprocess_env(base)
+                    on.build_subprocess_env(base)
 
         return run
 
-    def one_thread() -> None:
+    def one_thread(on: Host = host) -> None:
         for home in homes:
-            builds(home)()
+            builds(home, on)()
 
     floors = [floor_for(host, w2, home) for home in homes]
 
@@ -286,17 +303,20 @@ def thread_figures(cfg: Config, catalog: Catalog, w2: Workload) -> list[Figure]:
         for floor in floors:
             floor_work(floor)()
 
-    t1, t8, f1, f8 = [], [], [], []
-    for _ in range(cfg.thread_rounds):  # interleaved, so load from elsewhere hits all four
+    t1, t8, f1, f8, s1, s8 = [], [], [], [], [], []
+    for _ in range(cfg.thread_rounds):  # interleaved, so load from elsewhere hits all six
         t1.append(_run_threads([one_thread]))
         f1.append(_run_threads([floors_one_thread]))
         t8.append(_run_threads([builds(h) for h in homes]))
         f8.append(_run_threads([floor_work(f) for f in floors]))
+        s1.append(_run_threads([lambda: one_thread(stamped)]))
+        s8.append(_run_threads([builds(h, stamped) for h in homes]))
     total = n * len(homes)
     tp1, tp8 = total / statistics.median(t1), total / statistics.median(t8)
     fp1, fp8 = total / statistics.median(f1), total / statistics.median(f8)
     raw, floor_raw = tp8 / tp1, fp8 / fp1
     relative = raw / floor_raw
+    stamp_relative = (statistics.median(s1) / statistics.median(s8)) / floor_raw
     detail: dict[str, object] = {
         "builds_per_s_1_thread": tp1,
         "builds_per_s_8_threads": tp8,
@@ -337,6 +357,15 @@ def thread_figures(cfg: Config, catalog: Catalog, w2: Workload) -> list[Figure]:
             ">= 0.8x",
             relative >= 0.8,
             detail,
+        ),
+        Figure(
+            "threads_vs_floor_stamp",
+            "  the same, stamp only",
+            stamp_relative,
+            "x",
+            "",
+            None,
+            {"builds_per_s_1_thread": total / statistics.median(s1)},
         ),
     ]
 
@@ -440,9 +469,14 @@ def import_figures(cfg: Config) -> list[Figure]:
     ]
 
 
-def memory_per_home(catalog: Catalog, workload: Workload, measured: list[str]) -> float:
-    """Bytes one more cached home costs (its stamp, declarations and policy), tracemalloc."""
-    host = workload.host(catalog)
+def memory_per_home(
+    catalog: Catalog, workload: Workload, measured: list[str], *, gate: bool | None = None
+) -> float:
+    """Bytes one more cached home costs (its stamp, declarations and policy), tracemalloc.
+
+    ``gate=False``: without the change gate (its watches and their bookkeeping).
+    """
+    host = workload.host(catalog, change_notification=gate)
     host.policy(workload.launch)  # host-wide structures (shared bundled probe, memo) first
     host.policy(workload.profiles[0])
     gc.collect()
@@ -462,8 +496,11 @@ def memory_figures(catalog: Catalog, w1: Workload, w2: Workload) -> list[Figure]
     """F6b: the memory one cached home costs at W1 and W2."""
     kib1 = memory_per_home(catalog, w1, w1.profiles[1:3]) / 1024
     kib2 = memory_per_home(catalog, w2, w2.profiles[1:5]) / 1024
+    stamp1 = memory_per_home(catalog, w1, w1.profiles[1:3], gate=False) / 1024
+    stamp2 = memory_per_home(catalog, w2, w2.profiles[1:5], gate=False) / 1024
     return [
         Figure("w1_home_kib", "memory per cached home, W1", kib1, "KiB", "<= 64 KiB", kib1 <= 64),
+        Figure("w1_home_kib_stamp", "  the same, stamp only", stamp1, "KiB", "", None),
         Figure(
             "w2_home_kib",
             "memory per cached home, W2 (320 manifests)",
@@ -473,6 +510,7 @@ def memory_figures(catalog: Catalog, w1: Workload, w2: Workload) -> list[Figure]
             None,
             {"per_manifest_bytes": kib2 * 1024 / w2.candidates(w2.profiles[0])},
         ),
+        Figure("w2_home_kib_stamp", "  the same, stamp only", stamp2, "KiB", "", None),
     ]
 
 

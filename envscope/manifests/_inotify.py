@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import os
 import select
 import struct
@@ -60,8 +61,6 @@ MAX_QUEUED = 4096
 
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
 
-_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
-
 
 class Notifier(Protocol):
     """The gate's view of inotify and the mount table (a seam: tests inject faults)."""
@@ -85,6 +84,12 @@ class Notifier(Protocol):
     def close(self) -> None:
         """Release the inotify descriptor."""
         ...
+
+
+class _PollFd(ctypes.Structure):
+    """``struct pollfd``."""
+
+    _fields_ = (("fd", ctypes.c_int), ("events", ctypes.c_short), ("revents", ctypes.c_short))
 
 
 class _StatFs(ctypes.Structure):
@@ -113,6 +118,13 @@ class _Inotify:
         self._rm.argtypes = (ctypes.c_int, ctypes.c_int)
         self.statfs = libc.statfs
         self.statfs.argtypes = (ctypes.c_char_p, ctypes.POINTER(_StatFs))
+        # poll(2) through ``PyDLL``: the call keeps the GIL. It never waits (a zero
+        # timeout), and a gate makes it holding its lock: a poll that let go of the GIL
+        # there leaves the lock held by a thread that must win the GIL back, and every
+        # other building thread queues behind it (docs/performance.md, "threads").
+        self.poll = ctypes.PyDLL(None, use_errno=True).poll
+        self.poll.argtypes = (ctypes.POINTER(_PollFd), ctypes.c_ulong, ctypes.c_int)
+        self.poll.restype = ctypes.c_int
         fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
         if fd < 0:
             err = ctypes.get_errno()
@@ -216,15 +228,15 @@ class LinuxNotifier:
         self._inotify = _Inotify.get()
         self._queue = _Queue()
         self._inotify.subscribe(self._queue)
-        self._poll = select.poll()
-        self._poll.register(self._inotify.fd, select.POLLIN)
         self._mounts: int | None = None
         with contextlib.suppress(OSError):
             self._mounts = os.open("/proc/self/mountinfo", os.O_RDONLY | os.O_CLOEXEC)
+        watched = [(self._inotify.fd, select.POLLIN)]
         if self._mounts is not None:
-            self._poll.register(self._mounts, select.POLLPRI | select.POLLERR)
-            self._poll.poll(0)  # the first poll reports the current table: consume it
+            watched.append((self._mounts, select.POLLPRI | select.POLLERR))
+        self._fds = (_PollFd * len(watched))(*(_PollFd(fd, ev, 0) for fd, ev in watched))
         self._finalizer = weakref.finalize(self, _release, self._inotify, self._queue, self._mounts)
+        self._ready()  # the first poll reports the current mount table: consume it
 
     def add_watch(self, path: str) -> int:
         """``inotify_add_watch`` with ``WATCH_MASK`` (follows a symlinked directory)."""
@@ -234,14 +246,24 @@ class LinuxNotifier:
         """Drop this gate's watch (the kernel's is removed when no gate holds it)."""
         self._inotify.rm_watch(self._queue, wd)
 
+    def _ready(self) -> tuple[bool, bool]:
+        """One ``poll(2)``, zero timeout: (the inotify queue has events, the mount table changed).
+
+        Any event on the mount table's descriptor counts as a change (an error, a
+        closed descriptor: doubt, never trust). A failed poll raises ``OSError``.
+        """
+        fds = self._fds
+        while self._inotify.poll(fds, len(fds), 0) < 0:
+            err = ctypes.get_errno()
+            if err != errno.EINTR:
+                raise OSError(err, os.strerror(err))
+        return fds[0].revents != 0, len(fds) > 1 and fds[1].revents != 0
+
     def events(self) -> tuple[list[tuple[int, int]], bool]:
         """One ``poll`` for both descriptors; the inotify queue read only when it has events."""
-        mounts = False
-        for fd, _mask in self._poll.poll(0):
-            if fd == self._mounts:
-                mounts = True
-            else:
-                self._inotify.pump()
+        readable, mounts = self._ready()
+        if readable:
+            self._inotify.pump()
         queue = self._queue
         with self._inotify.lock:  # waits for another gate's pump that read our events
             found, queue.events = queue.events, []
