@@ -101,8 +101,9 @@ class _StatFs(ctypes.Structure):
 class _Inotify:
     """The process's one inotify instance, shared by every gate (instances are a per-user limit).
 
-    Watches are counted per descriptor (the kernel gives one inode one ``wd``);
-    the events read are handed to every subscribed gate's queue.
+    The kernel gives one inode one ``wd``: a watch stays while some gate's queue
+    holds it (``_drop`` asks the others); the events read are handed to the
+    queues holding their watch.
     """
 
     _shared: _Inotify | None = None
@@ -131,7 +132,6 @@ class _Inotify:
             raise OSError(err, os.strerror(err))
         self.fd: int = fd
         self.lock = threading.Lock()
-        self._counts: dict[int, int] = {}
         self._queues: list[_Queue] = []
         # Queues of gates that were collected: released at the next call under the lock
         # (a finalizer may run inside any allocation, even while this thread holds the lock).
@@ -156,9 +156,9 @@ class _Inotify:
             queue = self.graveyard.pop()
             if queue in self._queues:
                 self._queues.remove(queue)
-            for wd, n in queue.watches.items():
-                self._drop(wd, n)
-            queue.watches.clear()
+            held, queue.watches = queue.watches, set()
+            for wd in held:
+                self._drop(wd)
 
     def add_watch(self, queue: _Queue, path: str) -> int:
         with self.lock:
@@ -167,22 +167,19 @@ class _Inotify:
             if wd < 0:
                 err = ctypes.get_errno()
                 raise OSError(err, os.strerror(err), path)
-            self._counts[wd] = self._counts.get(wd, 0) + 1
-            queue.watches[wd] = queue.watches.get(wd, 0) + 1
+            queue.watches.add(wd)
             return wd
 
     def rm_watch(self, queue: _Queue, wd: int) -> None:
         with self.lock:
-            n = queue.watches.pop(wd, 0)
-            self._drop(wd, n)
+            if wd in queue.watches:
+                queue.watches.discard(wd)
+                self._drop(wd)
 
-    def _drop(self, wd: int, n: int) -> None:
-        left = self._counts.get(wd, 0) - n
-        if left > 0:
-            self._counts[wd] = left
-        elif wd in self._counts:
-            del self._counts[wd]
-            self._rm(self.fd, wd)
+    def _drop(self, wd: int) -> None:
+        """A queue let go of ``wd``: the kernel's watch goes when no queue holds it."""
+        if not any(wd in queue.watches for queue in self._queues):
+            self._rm(self.fd, wd)  # EINVAL when the kernel ended it already: nothing to do
 
     def pump(self) -> None:
         """Read every queued event (non-blocking) into every subscriber's queue."""
@@ -197,8 +194,6 @@ class _Inotify:
                 while offset + _EVENT.size <= len(data):
                     wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
                     offset += _EVENT.size + length
-                    if mask & IN_IGNORED:
-                        self._counts.pop(wd, None)
                     for queue in self._queues:
                         # Only the gates holding the watch hear of it (an idle gate's queue
                         # must not grow with everyone's events); an overflow reaches all.
@@ -208,17 +203,17 @@ class _Inotify:
                             queue.events = [(-1, IN_Q_OVERFLOW)]  # bounded: lost means doubt
                         queue.events.append((wd, mask))
                         if mask & IN_IGNORED:
-                            queue.watches.pop(wd, None)
+                            queue.watches.discard(wd)  # the kernel ended the watch
 
 
 class _Queue:
-    """One gate's share of the inotify instance: its events and its watch counts (mutable)."""
+    """One gate's share of the inotify instance: its events and the watches it holds (mutable)."""
 
     __slots__ = ("events", "watches")
 
     def __init__(self) -> None:
         self.events: list[tuple[int, int]] = []
-        self.watches: dict[int, int] = {}
+        self.watches: set[int] = set()
 
 
 class LinuxNotifier:

@@ -24,7 +24,10 @@ def kernel_watches() -> set[int]:
     """The watch descriptors the kernel holds on the shared inotify instance."""
     fd = _Inotify.get().fd
     lines = Path(f"/proc/self/fdinfo/{fd}").read_text().splitlines()
-    return {int(line.split()[1].split(":")[1]) for line in lines if line.startswith("inotify wd:")}
+    # "inotify wd:5f ino:… sdev:… mask:…": the kernel prints the descriptor in hex
+    return {
+        int(line.split()[1].split(":")[1], 16) for line in lines if line.startswith("inotify wd:")
+    }
 
 
 @pytest.fixture
