@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Literal
 
-from envscope._inputs import WINDOWS, check_flags, name_list, valid_name
+from envscope._inputs import WINDOWS, check_flags, name_list, text_path, valid_name
 from envscope.errors import ConfigurationError
 from envscope.pipeline.build import HostOptions
 from envscope.pipeline.stages import FORCE_PREFIX
@@ -62,8 +62,12 @@ def host_options(
         raise ConfigurationError("max_env_bytes: must be a positive whole number of bytes")
     return HostOptions(
         home_env_var=home_env_var,
-        managed_path=None if managed_env_file is None else os.fspath(managed_env_file),
-        bundled_root=None if bundled_plugins is None else os.fspath(bundled_plugins),
+        managed_path=(
+            None if managed_env_file is None else text_path(managed_env_file, "managed_env_file")
+        ),
+        bundled_root=(
+            None if bundled_plugins is None else text_path(bundled_plugins, "bundled_plugins")
+        ),
         global_names_given=(
             None
             if global_names is None

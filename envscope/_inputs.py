@@ -30,6 +30,7 @@ __all__ = [
     "name_list",
     "portable_name",
     "snapshot_env",
+    "text_path",
     "valid_name",
 ]
 
@@ -94,15 +95,25 @@ def name_list(
     return tuple(out)
 
 
-def home_identity(path: str | os.PathLike[str]) -> str:
-    """A home's identity: its resolved real path (case-folded on Windows)."""
+def text_path(path: object, what: str) -> str:
+    """``path`` as a ``str`` (a ``str`` or ``os.PathLike[str]``): non-empty, no NUL.
+
+    Else a ``ConfigurationError`` saying ``what`` it is (a NUL cannot be in a
+    path the OS opens: ``os.open`` would raise a bare ``ValueError``).
+    """
     raw = os.fspath(path) if isinstance(path, (str, os.PathLike)) else path
     if not isinstance(raw, str) or not raw or "\x00" in raw:
-        raise ConfigurationError(
-            "a home must be a non-empty text path without NUL, "
-            f"got {'a NUL-holding path' if isinstance(raw, str) and raw else type(path).__name__}"
-        )
-    resolved = os.path.realpath(raw)
+        if isinstance(raw, str):
+            got = "a NUL-holding path" if raw else "an empty path"
+        else:
+            got = f"a value of type {type(path).__name__}"
+        raise ConfigurationError(f"{what} must be a non-empty text path without NUL, got {got}")
+    return raw
+
+
+def home_identity(path: str | os.PathLike[str]) -> str:
+    """A home's identity: its resolved real path (case-folded on Windows)."""
+    resolved = os.path.realpath(text_path(path, "a home"))
     return os.path.normcase(resolved) if WINDOWS else resolved
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
+from envscope._inputs import text_path
 from envscope.errors import ConfigFileError, ConfigurationError
 from envscope.files._trusted_file import check_trusted, read_file
 from envscope.policy._declarations import Origin, OriginKind
@@ -240,8 +241,14 @@ def load_config(path: str, *, trusted: bool = True) -> HostConfig:
         raise failure
     base = os.path.dirname(os.path.abspath(path))
 
-    def rel(value: str | None) -> str | None:
-        return None if value is None else os.path.normpath(os.path.join(base, value))
+    def rel(value: str | None, key: str) -> str | None:
+        """A path the config names, relative to its directory (a NUL in it: an error)."""
+        if value is None:
+            return None
+        try:
+            return os.path.normpath(os.path.join(base, text_path(value or ".", "the path")))
+        except ConfigurationError as exc:
+            raise ConfigFileError(path, str(exc), field=key) from None
 
     surfaces = {
         Surface(name): SurfacePolicy(
@@ -256,11 +263,11 @@ def load_config(path: str, *, trusted: bool = True) -> HostConfig:
     }
     config = HostConfig(
         path=path,
-        launch_home=rel(parsed.launch_home) or base,
-        homes={name: rel(p) or base for name, p in parsed.homes.items()},
-        managed_env_file=rel(parsed.managed_env_file),
-        bundled_plugins=rel(parsed.bundled_plugins),
-        catalog=None if parsed.catalog == "default" else rel(parsed.catalog),
+        launch_home=rel(parsed.launch_home, "launch_home") or base,
+        homes={name: rel(p, f"homes.{name}") or base for name, p in parsed.homes.items()},
+        managed_env_file=rel(parsed.managed_env_file, "managed_env_file"),
+        bundled_plugins=rel(parsed.bundled_plugins, "bundled_plugins"),
+        catalog=None if parsed.catalog == "default" else rel(parsed.catalog, "catalog"),
         home_env_var=parsed.home_env_var,
         multiplex=parsed.multiplex,
         on_unreadable_platform=parsed.on_unreadable_platform,
