@@ -158,7 +158,20 @@ class _DefaultHost:
 
 
 def configure(host: Host | None) -> None:
-    """Set (or with ``None``, clear) the host the module-level ``build_subprocess_env`` uses."""
+    """Set (or with ``None``, clear) the host the module-level ``build_subprocess_env`` uses.
+
+    Anything but a ``Host`` or ``None`` is a ``ConfigurationError`` now, not an
+    ``AttributeError`` at the first build.
+    """
+    if host is not None:
+        from envscope.host import Host as _Host
+
+        if not isinstance(host, _Host):
+            from envscope.errors import ConfigurationError
+
+            raise ConfigurationError(
+                f"configure: expected a Host or None, got a {type(host).__name__}"
+            )
     _DefaultHost.host = host
 
 

@@ -74,10 +74,18 @@ class FileError(EnvscopeError):
         super().__init__(self._render())
 
     def _render(self) -> str:
-        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        # A path with a control character (a newline, a NUL, an escape) is shown
+        # escaped: a message is one line, and it never writes a terminal control.
+        shown = self.path if self.path.isprintable() else _escaped(self.path)
+        where = shown if self.line is None else f"{shown}:{self.line}"
         if self.field:
             return f"{where}: {self.field}: {self.message}"
         return f"{where}: {self.message}"
+
+
+def _escaped(text: str) -> str:
+    """``text`` with each non-printable character as a backslash escape (``\\x00``, ``\\n``)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class ConfigFileError(FileError):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import envscope
-from envscope import Host, NotConfiguredError
+from envscope import ConfigurationError, Host, NotConfiguredError
 from tests.conftest import HostFactory
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,6 +128,15 @@ def test_module_build_delegates_to_configured_host(make_host: HostFactory) -> No
     envscope.configure(None)
     with pytest.raises(NotConfiguredError):
         envscope.default_host()
+
+
+@pytest.mark.parametrize("given", ["/srv/agent", object(), 0], ids=["a path", "an object", "0"])
+def test_configure_takes_a_host_or_none(given: object) -> None:
+    """``configure`` with anything but a Host or None fails at once, naming what it got."""
+    with pytest.raises(ConfigurationError, match="configure: expected a Host or None"):
+        envscope.configure(given)  # type: ignore[arg-type]
+    with pytest.raises(NotConfiguredError):
+        envscope.default_host()  # nothing was configured
 
 
 def test_import_is_cheap() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from envscope import Catalog, ConfigFileError, ConfigurationError, Host
+from envscope import Catalog, CatalogError, ConfigFileError, ConfigurationError, DotenvError, Host
 
 BAD: dict[str, object] = {
     "NUL": "/tmp/a\x00b",
@@ -108,3 +108,48 @@ def test_an_empty_config_path_is_the_configs_directory(tmp_path: Path) -> None:
     config = tmp_path / "envscope.yaml"
     config.write_text('launch_home: ""\n')
     assert load_config(str(config)).launch_home == str(tmp_path)
+
+
+def _catalog(path: str) -> object:
+    return Catalog.from_file(path)
+
+
+def _config(path: str) -> object:
+    from envscope.cli.config import load_config
+
+    return load_config(path)
+
+
+def _dotenv(path: str) -> object:
+    from envscope.files._dotenv import read_dotenv
+
+    return read_dotenv(path)
+
+
+READERS: dict[str, tuple[type[Exception], Callable[[str], object]]] = {
+    "Catalog.from_file": (CatalogError, _catalog),
+    "load_config": (ConfigFileError, _config),
+    "read_dotenv": (DotenvError, _dotenv),
+}
+
+
+@pytest.mark.parametrize("reader", list(READERS))
+def test_a_file_reader_refuses_a_nul_path_with_its_typed_error(tmp_path: Path, reader: str) -> None:
+    """Each file reader turns ``os.open``'s ``ValueError`` into its own error, naming the path."""
+    error, read = READERS[reader]
+    with pytest.raises(error) as raised:
+        read(str(tmp_path / "a\x00b"))
+    shown = str(raised.value)
+    assert "\x00" not in shown  # the message is shown escaped: one printable line
+    assert "a\\x00b" in shown
+    assert "NUL" in shown
+
+
+@pytest.mark.parametrize("control", ["\x00", "\n", "\r", "\x1b[31m", "\t"])
+def test_a_file_error_shows_a_control_character_escaped(control: str) -> None:
+    """A path with a control character is shown escaped; the error keeps the path as given."""
+    error = DotenvError(f"/tmp/a{control}b", "cannot read", line=3)
+    assert str(error).isprintable()
+    assert str(error).startswith("/tmp/a")
+    assert str(error).endswith("b:3: cannot read")
+    assert error.path == f"/tmp/a{control}b"

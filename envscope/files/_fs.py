@@ -89,7 +89,8 @@ def read_regular_file(
     file swapped after an earlier ``stat`` cannot fool it. When the file
     opened is ``refuse`` (same device and inode, however it was reached) it is
     a ``SameFileError``, decided on that same descriptor. Other failures
-    raise ``OSError`` (``FileNotFoundError`` when ``path`` does not exist).
+    raise ``OSError`` (``FileNotFoundError`` when ``path`` does not exist;
+    ``EINVAL`` for a path holding NUL, where ``os.open`` raises ``ValueError``).
     """
     try:
         fd = os.open(path, _OPEN_FLAGS)
@@ -97,6 +98,8 @@ def read_regular_file(
         if exc.errno == errno.ENXIO:  # a socket (or a device with no reader)
             return None
         raise
+    except ValueError:  # "embedded null byte": no file has that name; fail as the OS would
+        raise OSError(errno.EINVAL, "the path holds a NUL character", path) from None
     try:
         opened = os.fstat(fd)
         if not stat.S_ISREG(opened.st_mode):
