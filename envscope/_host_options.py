@@ -26,6 +26,7 @@ __all__ = ["HostOptions", "host_options"]
 
 def host_options(
     *,
+    catalog: object,
     managed_env_file: str | os.PathLike[str] | None,
     bundled_plugins: str | os.PathLike[str] | None,
     home_env_var: str,
@@ -44,6 +45,7 @@ def host_options(
     mcp_families: Iterable[str],
 ) -> HostOptions:
     """The ``Host`` keywords checked into one record (see ``Host`` for each one)."""
+    _check_seams(catalog, fs)
     if not isinstance(home_env_var, str) or not valid_name(home_env_var):
         raise ConfigurationError("home_env_var: not a valid environment name")
     if home_env_var.upper().startswith(FORCE_PREFIX):
@@ -88,6 +90,30 @@ def host_options(
     )
 
 
+_FILE_SYSTEM_METHODS = ("scandir", "stat", "read_regular", "now_ns")
+
+
+def _check_seams(catalog: object, fs: object) -> None:
+    """``catalog`` is a ``Catalog`` and ``fs`` a ``FileSystem`` (or None): else an error now.
+
+    Either mistake used to surface as an ``AttributeError`` at the first build.
+    """
+    if catalog is not None:
+        from envscope.policy.catalog import Catalog  # loaded already: the caller made one
+
+        if not isinstance(catalog, Catalog):
+            raise ConfigurationError(
+                f"catalog: expected a Catalog (Catalog.default(), Catalog.from_file(path)), "
+                f"got a {type(catalog).__name__}"
+            )
+    if fs is not None:
+        missing = [m for m in _FILE_SYSTEM_METHODS if not callable(getattr(fs, m, None))]
+        if missing:
+            raise ConfigurationError(
+                f"fs: expected a FileSystem, got a {type(fs).__name__} without {', '.join(missing)}"
+            )
+
+
 def _surface_policies(
     given: Mapping[Surface | str, SurfacePolicy] | None, mcp_families: Iterable[str]
 ) -> dict[Surface, SurfacePolicy]:
@@ -96,9 +122,25 @@ def _surface_policies(
     ``inherit: all`` on the ``mcp`` surface is a configuration error: the
     surface is an allowlist, and the field would silently do nothing there.
     """
-    from envscope.policy.surfaces import Inherit, with_mcp_families
+    from envscope.policy.surfaces import Inherit, surface_of, with_mcp_families
 
-    policies = {Surface(k): v for k, v in (given or {}).items()}
+    if given is not None and not isinstance(given, Mapping):
+        raise ConfigurationError(
+            f"surface_policies: expected a mapping of surface to SurfacePolicy, "
+            f"got a {type(given).__name__}"
+        )
+    policies: dict[Surface, SurfacePolicy] = {}
+    for key, policy in (given or {}).items():
+        try:
+            surface = surface_of(key)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"surface_policies: {exc}") from None
+        if not isinstance(policy, SurfacePolicy):
+            raise ConfigurationError(
+                f"surface_policies.{surface.value}: expected a SurfacePolicy, "
+                f"got a {type(policy).__name__}"
+            )
+        policies[surface] = policy
     mcp = policies.get(Surface.MCP)
     if mcp is not None and mcp.inherit_given and mcp.inherit is Inherit.ALL:
         raise ConfigurationError(

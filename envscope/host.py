@@ -102,6 +102,7 @@ class Host:
             )
         self.multiplex = multiplex
         self._options = options = host_options(
+            catalog=catalog,
             managed_env_file=managed_env_file,
             bundled_plugins=bundled_plugins,
             home_env_var=home_env_var,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from envscope import Catalog, Host
+from envscope import Catalog, Host, SurfacePolicy
 from envscope.errors import ConfigurationError
 
 
@@ -66,7 +66,19 @@ def test_a_build_reads_the_hosts_options_and_catalog(tmp_path: Path) -> None:
     assert request.global_names is host.global_names
 
 
+class NotAFileSystem:
+    """A file-system seam with none of the methods (a stable repr for the test ids)."""
+
+    def __repr__(self) -> str:
+        return "NotAFileSystem()"
+
+
 BAD: list[tuple[str, object]] = [
+    ("catalog", "default"),
+    ("fs", NotAFileSystem()),
+    ("surface_policies", [("script", SurfacePolicy())]),
+    ("surface_policies", {"nope": SurfacePolicy()}),
+    ("surface_policies", {"script": "all"}),
     ("strip_value_aliases", "no"),
     ("mcp_network_trust", 0),
     ("refuse_redirecting", None),
