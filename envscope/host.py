@@ -201,8 +201,14 @@ class Host:
         The names in the source's optional ``credential_names`` become Tier 1 in
         this host's catalog (every home, every surface); cached policies are dropped.
         """
-        from envscope.policy.sources import credential_names_of
+        from envscope.policy.sources import SecretSource, credential_names_of
 
+        name = getattr(source, "name", None)
+        if not isinstance(source, SecretSource) or not isinstance(name, str) or not name:
+            raise ConfigurationError(
+                "add_secret_source: expected a SecretSource (a non-empty str name and a "
+                f"fetch(home) method), got a {type(source).__name__}"
+            )
         names = credential_names_of(source)
         self._launch.add_source(source)
         with self._lock:
@@ -355,6 +361,9 @@ class Host:
         in ``grant``), an injection vector, or an exported shell function.
         """
         surface = surface_of(surface)
+        if trace is not None and not isinstance(trace, Trace):
+            shown = type(trace).__name__
+            raise ConfigurationError(f"trace: expected a Trace or None, got a {shown}")
         flags = {
             "inherit_credentials": inherit_credentials,
             "strip_launch_profile": strip_launch_profile,

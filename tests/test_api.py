@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import envscope
-from envscope import ConfigurationError, Host, NotConfiguredError
+from envscope import ConfigurationError, Host, NotConfiguredError, spawn
 from tests.conftest import HostFactory
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,6 +137,36 @@ def test_configure_takes_a_host_or_none(given: object) -> None:
         envscope.configure(given)  # type: ignore[arg-type]
     with pytest.raises(NotConfiguredError):
         envscope.default_host()  # nothing was configured
+
+
+class NotASource:
+    """Has a name but no ``fetch``."""
+
+    name = "vault"
+
+
+WRONG_ARGUMENTS: dict[str, tuple[str, object]] = {
+    "add_secret_source('vault')": ("add_secret_source", lambda h: h.add_secret_source("vault")),
+    "add_secret_source(no fetch)": (
+        "add_secret_source",
+        lambda h: h.add_secret_source(NotASource()),
+    ),
+    "build(trace=3)": ("trace", lambda h: h.build_subprocess_env({}, trace=3)),
+    "spawn.run(trace='t')": (
+        "trace",
+        lambda h: spawn.run(h, ["/bin/true"], surface="script", trace="t"),  # type: ignore[arg-type]
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(WRONG_ARGUMENTS))
+def test_a_wrong_argument_type_fails_at_once(make_host: HostFactory, case: str) -> None:
+    """A source that is no SecretSource, a trace that is no Trace: an error naming the argument."""
+    named, call = WRONG_ARGUMENTS[case]
+    host = make_host()
+    with pytest.raises(ConfigurationError, match=named):
+        call(host)  # type: ignore[operator]
+    assert host._launch.sources == []  # nothing was registered
 
 
 def test_import_is_cheap() -> None:
