@@ -28,7 +28,7 @@ from envscope._inputs import (
     snapshot_env,
 )
 from envscope._launch import LaunchState
-from envscope.audit.trace import NULL_TRACE, Trace
+from envscope.audit.trace import NULL_TRACE, Trace, check_trace
 from envscope.errors import ConfigurationError, RoutingError
 from envscope.manifests._home_policies import HomePolicies
 from envscope.pipeline._binding import Binding, HomeShare
@@ -201,14 +201,9 @@ class Host:
         The names in the source's optional ``credential_names`` become Tier 1 in
         this host's catalog (every home, every surface); cached policies are dropped.
         """
-        from envscope.policy.sources import SecretSource, credential_names_of
+        from envscope.policy.sources import check_source, credential_names_of
 
-        name = getattr(source, "name", None)
-        if not isinstance(source, SecretSource) or not isinstance(name, str) or not name:
-            raise ConfigurationError(
-                "add_secret_source: expected a SecretSource (a non-empty str name and a "
-                f"fetch(home) method), got a {type(source).__name__}"
-            )
+        check_source(source, "add_secret_source")
         names = credential_names_of(source)
         self._launch.add_source(source)
         with self._lock:
@@ -361,9 +356,7 @@ class Host:
         in ``grant``), an injection vector, or an exported shell function.
         """
         surface = surface_of(surface)
-        if trace is not None and not isinstance(trace, Trace):
-            shown = type(trace).__name__
-            raise ConfigurationError(f"trace: expected a Trace or None, got a {shown}")
+        check_trace(trace)
         flags = {
             "inherit_credentials": inherit_credentials,
             "strip_launch_profile": strip_launch_profile,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from envscope.errors import EnvscopeError
+from envscope.errors import ConfigurationError, EnvscopeError
 from envscope.policy._declarations import Origin, Problem
 from envscope.policy._reasons import RESIDUE_REASONS, SECRET_REASONS, Action, Reason, Stage
 
@@ -31,6 +31,7 @@ __all__ = [
     "Stage",
     "Trace",
     "TraceContext",
+    "check_trace",
     "keep_value",
 ]
 
@@ -105,6 +106,12 @@ class TraceContext:
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in sorted(self.__slots__))
         return f"TraceContext({shown})"
+
+
+def check_trace(trace: object) -> None:
+    """A build's ``trace=`` is a ``Trace`` or None, else a ``ConfigurationError`` naming it."""
+    if trace is not None and not isinstance(trace, Trace):
+        raise ConfigurationError(f"trace: expected a Trace or None, got a {type(trace).__name__}")
 
 
 def keep_value(name: str, value: str) -> str:

@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 from envscope._inputs import portable_name
 from envscope.errors import ConfigurationError
 
-__all__ = ["SecretSource", "StaticSource", "credential_names_of"]
+__all__ = ["SecretSource", "StaticSource", "check_source", "credential_names_of"]
 
 
 @runtime_checkable
@@ -29,6 +29,16 @@ class SecretSource(Protocol):
     def fetch(self, home: str) -> Mapping[str, str]:
         """The values this source supplies for ``home`` (a resolved home path)."""
         ...
+
+
+def check_source(source: object, what: str) -> None:
+    """``source`` is a ``SecretSource`` with a non-empty ``str`` name; else a ConfigurationError."""
+    name = getattr(source, "name", None)
+    if not isinstance(source, SecretSource) or not isinstance(name, str) or not name:
+        raise ConfigurationError(
+            f"{what}: expected a SecretSource (a non-empty str name and a fetch(home) "
+            f"method), got a {type(source).__name__}"
+        )
 
 
 def credential_names_of(source: object) -> tuple[str, ...]:
