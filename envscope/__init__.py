@@ -160,8 +160,8 @@ class _DefaultHost:
 def configure(host: Host | None) -> None:
     """Set (or with ``None``, clear) the host the module-level ``build_subprocess_env`` uses.
 
-    Anything but a ``Host`` or ``None`` is a ``ConfigurationError`` now, not an
-    ``AttributeError`` at the first build.
+    Anything but a ``Host`` or ``None`` is a ``ConfigurationError`` here, not at
+    the first build.
     """
     if host is not None:
         from envscope.host import Host as _Host

@@ -94,9 +94,10 @@ _FILE_SYSTEM_METHODS = ("scandir", "stat", "read_regular", "now_ns")
 
 
 def _check_seams(catalog: object, fs: object) -> None:
-    """``catalog`` is a ``Catalog`` and ``fs`` a ``FileSystem`` (or None): else an error now.
+    """``catalog`` is a ``Catalog`` and ``fs`` a ``FileSystem`` (or None), else an error.
 
-    Either mistake used to surface as an ``AttributeError`` at the first build.
+    Checked when the host is made: either mistake would otherwise be an
+    ``AttributeError`` at the first build.
     """
     if catalog is not None:
         from envscope.policy.catalog import Catalog  # loaded already: the caller made one
