@@ -489,6 +489,16 @@ class HostMachine(RuleBasedStateMachine):
         held = {v for k, v in child.items() if declared(k.upper())}
         secret_values = {v for k, v in inputs if declared(k.upper()) and v not in held}
         own = upper_map(scope)
+        # Routed, the launch process's value of a declared name (not the managed file's own
+        # value) is a launch credential: stripped under every key but the one whose own value
+        # it is, even when the child holds an equal value as its own (else the alias would
+        # tell a profile that its guess equals a launch secret: no oracle).
+        managed_up = upper_map(self.managed)
+        launch_credentials = {
+            v
+            for k, v in (*source.items(), *launch_loads)
+            if routed and declared(k.upper()) and managed_up.get(k.upper()) != v
+        }
 
         def may_lose(up: str, value: str) -> bool:
             if up.startswith(FORCE) or stripped(up) or up == pinned:
@@ -496,6 +506,8 @@ class HostMachine(RuleBasedStateMachine):
             if routed and self.tier("A", up) is not None and own.get(up) != value:
                 return True  # a launch-declared name: only the routed profile's own value passes
             if len(value) >= 8 and value in secret_values:
+                return True
+            if len(value) >= 8 and value in launch_credentials and own.get(up) != value:
                 return True
             return mcp and (not mcp_safe(up) or value.startswith("()"))
 
@@ -535,7 +547,16 @@ class HostMachine(RuleBasedStateMachine):
             if routed and up not in keep and (up in residue or declared(up) or gate(up)):
                 continue
             assert child.get(key) == value, f"undeclared {key} was lost or changed"
+        # A scope may not introduce an injection vector (CC, LD_PRELOAD…): refused at overlay.
+        refused = {
+            k.upper()
+            for k in scope
+            if k.upper() not in managed_up and self.host.refuses_injection(k.upper())
+        }
         for key, value in overlay_keys.items():
+            if key.upper() in refused:  # the scope's value never arrives (the parent's may)
+                assert child.get(key) != value or source.get(key) == value, f"{key} introduced"
+                continue
             assert may_lose(key.upper(), value) or child.get(key) == value, f"{key} lost"
 
 
