@@ -488,12 +488,13 @@ class HostMachine(RuleBasedStateMachine):
         inputs = (*source.items(), *scope.items(), *self.managed.items(), *launch_loads)
         held = {v for k, v in child.items() if declared(k.upper())}
         secret_values = {v for k, v in inputs if declared(k.upper()) and v not in held}
-        own = upper_map(scope)
+        managed_up = upper_map(self.managed)
+        # the routed profile's own values: its scope, but not a key the managed file sets
+        own = {k: v for k, v in upper_map(scope).items() if k not in managed_up}
         # Routed, the launch process's value of a declared name (not the managed file's own
         # value) is a launch credential: stripped under every key but the one whose own value
         # it is, even when the child holds an equal value as its own (else the alias would
         # tell a profile that its guess equals a launch secret: no oracle).
-        managed_up = upper_map(self.managed)
         launch_credentials = {
             v
             for k, v in (*source.items(), *launch_loads)
@@ -505,9 +506,10 @@ class HostMachine(RuleBasedStateMachine):
                 return True
             if routed and self.tier("A", up) is not None and own.get(up) != value:
                 return True  # a launch-declared name: only the routed profile's own value passes
-            if len(value) >= 8 and value in secret_values:
+            # a secret value of 8+ characters goes whole or inside a longer value
+            if any(len(v) >= 8 and v in value for v in secret_values):
                 return True
-            if len(value) >= 8 and value in launch_credentials and own.get(up) != value:
+            if own.get(up) != value and any(len(v) >= 8 and v in value for v in launch_credentials):
                 return True
             return mcp and (not mcp_safe(up) or value.startswith("()"))
 
