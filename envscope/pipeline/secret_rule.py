@@ -212,7 +212,10 @@ class SecretRule:
         self._launch_pairs: set[tuple[str, str]] = set()  # routed: (NAME, value) the launch holds
         self._declared: dict[str, Declaration | None] = {}  # NAME -> the stricter declaration
         managed = {} if managed is None else managed
-        managed_up = {k.upper(): v for k, v in managed.items()}
+        # every value the managed file gives a name, in any spelling (POSIX keeps twins)
+        managed_up: dict[str, set[str]] = {}
+        for key, value in managed.items():
+            managed_up.setdefault(key.upper(), set()).add(value)
         seen: set[tuple[str, str]] = set()  # the process env, the base and the loads overlap
         for values in launch_values:
             for pair in values.items():
@@ -221,7 +224,7 @@ class SecretRule:
                 seen.add(pair)
                 key, value = pair
                 # the managed file's own value: the administrator's, not the launch's
-                launch = routed and managed_up.get(key.upper()) != value
+                launch = routed and value not in managed_up.get(key.upper(), ())
                 self._collect_host(key, value, launch=launch)
         for values in (managed, *caller_values):
             for key, value in values.items():

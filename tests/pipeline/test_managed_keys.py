@@ -43,3 +43,31 @@ def test_a_managed_key_survives_every_surface_policy(
         "a surface policy stripped a managed key"
     )
     assert any(d.reason is Reason.MANAGED_KEY for d in trace.for_key("ORG_POLICY_FLAG"))
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        "CHATX_SIGNING_SECRET=\nchatx_signing_secret=sk-shared-0000000001\n",
+        "chatx_signing_secret=sk-shared-0000000001\nCHATX_SIGNING_SECRET=\n",
+        "CHATX_SIGNING_SECRET=managed-one-value\nchatx_signing_secret=managed-two-value\n",
+    ],
+    ids=["empty first", "empty last", "two values"],
+)
+def test_every_spelling_of_a_managed_credential_reaches_a_credentialed_routed_child(
+    make_host: HostFactory, homes: dict[str, Path], lines: str
+) -> None:
+    """POSIX twins in the managed file: each value is the administrator's, none a launch one.
+
+    ``make fuzz`` found the first spelling's value taken for a launch credential (the
+    twins collapsed into one value per name) and stripped from a routed child.
+    """
+    managed = homes["root"] / "managed.env"
+    managed.write_text(lines)
+    host = make_host(managed_env_file=managed)
+    host.register_adapter("chatx", ["CHATX_SIGNING_SECRET"], home=homes["B"])
+    host.load_launch_env()
+    with host.routed(homes["B"]):
+        env = host.build_subprocess_env(surface=Surface.CREDENTIALED)
+    expected = dict(line.split("=", 1) for line in lines.splitlines())
+    assert {k: v for k, v in env.items() if k.upper() == "CHATX_SIGNING_SECRET"} == expected
