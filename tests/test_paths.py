@@ -126,9 +126,16 @@ def _dotenv(path: str) -> object:
     return read_dotenv(path)
 
 
+def _discovered_config(path: str) -> object:
+    from envscope.cli.config import load_config
+
+    return load_config(path, trusted=False)  # the trust rule runs first
+
+
 READERS: dict[str, tuple[type[Exception], Callable[[str], object]]] = {
     "Catalog.from_file": (CatalogError, _catalog),
     "load_config": (ConfigFileError, _config),
+    "load_config(trusted=False)": (ConfigFileError, _discovered_config),
     "read_dotenv": (DotenvError, _dotenv),
 }
 

@@ -68,6 +68,8 @@ def untrusted_reason(
     A path that cannot be stat-ed is untrusted too (the reason says why), except
     a missing file when ``missing_ok`` (its directories are still checked).
     """
+    if "\x00" in path:  # no file has that name (``os.lstat`` raises ValueError): untrusted
+        return "a path holding a NUL character"
     if os.name != "posix":  # pragma: no cover - no owner/mode bits on Windows
         return None
     uid = _euid() if euid is None else euid
