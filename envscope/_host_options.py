@@ -90,9 +90,6 @@ def host_options(
     )
 
 
-_FILE_SYSTEM_METHODS = ("scandir", "stat", "read_regular", "now_ns")
-
-
 def _check_seams(catalog: object, fs: object) -> None:
     """``catalog`` is a ``Catalog`` and ``fs`` a ``FileSystem`` (or None), else an error.
 
@@ -108,7 +105,10 @@ def _check_seams(catalog: object, fs: object) -> None:
                 f"got a {type(catalog).__name__}"
             )
     if fs is not None:
-        missing = [m for m in _FILE_SYSTEM_METHODS if not callable(getattr(fs, m, None))]
+        from envscope.files._fs import FileSystem
+
+        methods = [n for n, v in vars(FileSystem).items() if callable(v) and n[0] != "_"]
+        missing = [m for m in methods if not callable(getattr(fs, m, None))]
         if missing:
             raise ConfigurationError(
                 f"fs: expected a FileSystem, got a {type(fs).__name__} without {', '.join(missing)}"
