@@ -74,13 +74,12 @@ class FileError(EnvscopeError):
         super().__init__(self._render())
 
     def _render(self) -> str:
-        # A path with a control character (a newline, a NUL, an escape) is shown
-        # escaped: a message is one line, and it never writes a terminal control.
-        shown = self.path if self.path.isprintable() else _escaped(self.path)
-        where = shown if self.line is None else f"{shown}:{self.line}"
-        if self.field:
-            return f"{where}: {self.field}: {self.message}"
-        return f"{where}: {self.message}"
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        field = f"{self.field}: " if self.field else ""
+        text = f"{where}: {field}{self.message}"
+        # A control character (a newline, a NUL, an escape), in the path or in a path the
+        # message quotes, is shown escaped: a message is one line and writes no terminal control.
+        return text if text.isprintable() else _escaped(text)
 
 
 def _escaped(text: str) -> str:

@@ -160,3 +160,11 @@ def test_a_file_error_shows_a_control_character_escaped(control: str) -> None:
     assert str(error).startswith("/tmp/a")
     assert str(error).endswith("b:3: cannot read")
     assert error.path == f"/tmp/a{control}b"
+
+
+@pytest.mark.parametrize("control", ["\x00", "\n", "\x1b[31m"])
+def test_a_path_a_message_quotes_is_shown_escaped_too(control: str) -> None:
+    """A message naming another path (a configured home) is one printable line as well."""
+    error = ConfigFileError("envscope.yaml", f"names a home that is not a directory (/h{control})")
+    assert str(error).isprintable()
+    assert error.message.endswith(f"(/h{control})")
