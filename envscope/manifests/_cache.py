@@ -309,7 +309,9 @@ class ManifestCache:
         else:
             roots = home_roots(home_path, self._bundled_root)
             expected = dict(self._shared)
-        if gate is None:
+        if gate is None or cached is None:
+            # A home's first probe is the stamp alone: watches are placed from its second
+            # probe on, for the homes that are built again (docs/manifests.md, "When").
             return self._stamp(key, home_path, cached, retained, ticket, roots, expected)
         # Clear the dirty flag and (re)watch before probing: an event from here on is seen.
         previous = () if cached is None else cached.stamp

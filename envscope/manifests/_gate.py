@@ -11,7 +11,9 @@ home the gate also
   for both): a mount table change or a queue overflow (``IN_Q_OVERFLOW``) makes
   every home dirty;
 - re-stats each root's ``(dev, ino)`` (a root or the home replaced by a copy,
-  a root created or removed) and each symlinked plugin directory's target;
+  a root created or removed) and each symlinked plugin directory's target,
+  through the notifier's ``statx``, which keeps the GIL (a clean home's file
+  systems are local ones: the allowlist below);
 - re-stats every *linked* manifest (a symlinked manifest, or one with more than
   one hard link, can be written through a name no watch sees) against its
   signature;
@@ -43,6 +45,7 @@ would add supply-chain risk for no code saved.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
@@ -53,8 +56,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from envscope.manifests._inotify import (
+    IDENTITY_UNKNOWN,
     IN_IGNORED,
     IN_Q_OVERFLOW,
+    Identity,
     LinuxNotifier,
     Notifier,
 )
@@ -88,14 +93,21 @@ GATED_FS_TYPES = frozenset(
 """Local file systems whose every change inotify reports. Anything else (NFS, SMB/CIFS,
 FUSE, 9p, overlay, ceph, an unknown type) is never gated: the stamp runs on every build."""
 
-Identity = tuple[int, int] | None  # (st_dev, st_ino) of a path, None when it cannot be stat-ed
+_ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR})
 
 
 def _identity(path: str) -> Identity:
+    """``os.stat``'s ``(dev, ino)`` (it lets go of the GIL: a probe's path, maybe a network one).
+
+    None when there is no such path, ``IDENTITY_UNKNOWN`` on any other failure:
+    the same answers as the notifier's ``identity``, which re-stats clean homes.
+    """
     try:
         st = os.stat(path)
-    except (OSError, ValueError):
-        return None
+    except OSError as exc:
+        return None if exc.errno in _ABSENT else IDENTITY_UNKNOWN
+    except ValueError:  # a NUL byte
+        return IDENTITY_UNKNOWN
     return (st.st_dev, st.st_ino)
 
 
@@ -267,9 +279,10 @@ class ChangeGate:
             self._homes.move_to_end(key)
             checks = (home.roots, home.links)
             linked = home.linked
+        identity = self._notifier.identity
         for pairs in checks:
             for path, ident in pairs:
-                if _identity(path) != ident:
+                if identity(path) != ident:
                     return self._dirty(home)
         for path, sig in linked:
             if _signature(path) != sig:
@@ -316,11 +329,15 @@ class ChangeGate:
                 if cand.signature is not None:
                     devs.setdefault(cand.signature.dev, cand.manifest)
         for path, ident in begun.roots:
-            if ident is not None:
+            if ident is not None and ident != IDENTITY_UNKNOWN:
                 devs.setdefault(ident[0], path)
+        if any(ident == IDENTITY_UNKNOWN for _, ident in (*begun.roots, *links)):
+            gateable = False  # a root or a link target that could not be re-stat-ed: doubt
         if gateable:
             gateable = all(self._notifier.fs_type(p) in GATED_FS_TYPES for p in devs.values())
-        existing = tuple(path for path, ident in begun.roots if ident is not None)
+        existing = tuple(
+            path for path, ident in begun.roots if ident not in (None, IDENTITY_UNKNOWN)
+        )
         paths = _watch_paths(existing, found.roots)
         with self._lock:
             home = self._homes.get(begun.key)

@@ -3,9 +3,10 @@
 ``LinuxNotifier`` is one gate's view of the process's one inotify instance
 (``_Inotify``, shared by every gate: inotify instances are a small per-user
 limit), of ``/proc/self/mountinfo`` (polled, with the inotify descriptor, in
-one ``poll``) and of ``statfs``. ``Notifier`` is the seam the failure-mode tests
-inject faults through (an overflow, the watch limit, a mount change, a file
-system type). Only the gates holding a watch hear of its events; a gate's queue
+one ``poll``), of ``statfs`` and of ``statx`` (a clean home's root re-stats,
+keeping the GIL). ``Notifier`` is the seam the failure-mode tests inject faults
+through (an overflow, the watch limit, a mount change, a file system type, a
+failed re-stat). Only the gates holding a watch hear of its events; a gate's queue
 is bounded (``MAX_QUEUED``, then one overflow). A collected gate's watches are
 released at the next call under the lock (its finalizer takes none).
 """
@@ -23,6 +24,7 @@ import weakref
 from typing import Protocol
 
 __all__ = [
+    "IDENTITY_UNKNOWN",
     "IN_IGNORED",
     "IN_Q_OVERFLOW",
     "MAX_QUEUED",
@@ -61,6 +63,20 @@ MAX_QUEUED = 4096
 
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
 
+Identity = tuple[int, int] | None
+"""``(st_dev, st_ino)`` of a path; None when no such path (``ENOENT``, ``ENOTDIR``)."""
+
+IDENTITY_UNKNOWN: tuple[int, int] = (-1, -1)
+"""A re-stat that failed for any other reason: equal to no real identity, so it is doubt."""
+
+AT_FDCWD = -100
+STATX_INO = 0x100
+# struct statx (linux/stat.h, one layout on every architecture): stx_mask (u32) at 0,
+# stx_ino (u64) at 32, stx_dev_major and stx_dev_minor (u32 each) at 136 and 140.
+_STATX = struct.Struct("=I28xQ96xII")
+_STATX_SIZE = 256
+_ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR})
+
 
 class Notifier(Protocol):
     """The gate's view of inotify and the mount table (a seam: tests inject faults)."""
@@ -79,6 +95,13 @@ class Notifier(Protocol):
 
     def fs_type(self, path: str) -> int | None:
         """The ``statfs`` type of the file system holding ``path``; None when unknown."""
+        ...
+
+    def identity(self, path: str) -> Identity:
+        """``(st_dev, st_ino)`` of ``path`` (followed), as ``os.stat`` has them, for a re-stat.
+
+        None when there is no such path; ``IDENTITY_UNKNOWN`` on any other failure.
+        """
         ...
 
     def close(self) -> None:
@@ -126,6 +149,18 @@ class _Inotify:
         self.poll = ctypes.PyDLL(None, use_errno=True).poll
         self.poll.argtypes = (ctypes.POINTER(_PollFd), ctypes.c_ulong, ctypes.c_int)
         self.poll.restype = ctypes.c_int
+        # statx(2) through ``PyDLL`` too: a clean home's check re-stats its roots, and an
+        # ``os.stat`` hands the GIL to another thread three times per warm build. Made only
+        # for clean homes, whose every file system is a local one (the allowlist).
+        self.statx = ctypes.PyDLL(None, use_errno=True).statx  # AttributeError: no gate
+        self.statx.argtypes = (
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_int,
+            ctypes.c_uint,
+            ctypes.c_void_p,
+        )
+        self.statx.restype = ctypes.c_int
         fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
         if fd < 0:
             err = ctypes.get_errno()
@@ -232,6 +267,9 @@ class LinuxNotifier:
         self._fds = (_PollFd * len(watched))(*(_PollFd(fd, ev, 0) for fd, ev in watched))
         self._finalizer = weakref.finalize(self, _release, self._inotify, self._queue, self._mounts)
         self._ready()  # the first poll reports the current mount table: consume it
+        if self.identity("/") in (None, IDENTITY_UNKNOWN):  # no statx (a seccomp filter, ENOSYS)
+            self.close()
+            raise OSError(errno.ENOSYS, "statx(2) does not answer here: no change gate")
 
     def add_watch(self, path: str) -> int:
         """``inotify_add_watch`` with ``WATCH_MASK`` (follows a symlinked directory)."""
@@ -270,6 +308,24 @@ class LinuxNotifier:
         if self._inotify.statfs(os.fsencode(path), ctypes.byref(buf)) != 0:
             return None
         return int(buf.f_type) & 0xFFFFFFFF
+
+    def identity(self, path: str) -> Identity:
+        """``statx(2)`` keeping the GIL: ``(makedev(major, minor), ino)``, as ``os.stat`` says.
+
+        None for ``ENOENT``/``ENOTDIR``; ``IDENTITY_UNKNOWN`` for any other failure
+        (``EACCES``, ``ELOOP``, a refused call), an answer without the inode, or a
+        path ``statx`` cannot be given (a NUL byte).
+        """
+        raw = os.fsencode(path)
+        if b"\0" in raw:
+            return IDENTITY_UNKNOWN
+        buf = ctypes.create_string_buffer(_STATX_SIZE)  # one per call: another thread may run
+        if self._inotify.statx(AT_FDCWD, raw, 0, STATX_INO, buf) != 0:
+            return None if ctypes.get_errno() in _ABSENT else IDENTITY_UNKNOWN
+        mask, ino, major, minor = _STATX.unpack_from(buf)
+        if not mask & STATX_INO:
+            return IDENTITY_UNKNOWN
+        return (os.makedev(major, minor), ino)
 
     def close(self) -> None:
         """Release this gate's watches and the mount-table descriptor."""

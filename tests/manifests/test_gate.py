@@ -24,8 +24,9 @@ from pathlib import Path
 import pytest
 
 from envscope import Catalog, Host
+from envscope.manifests import _gate
 from envscope.manifests._gate import FULL_STAMP_NS, ChangeGate, create_gate
-from envscope.manifests._inotify import IN_Q_OVERFLOW, LinuxNotifier
+from envscope.manifests._inotify import IDENTITY_UNKNOWN, IN_Q_OVERFLOW, Identity, LinuxNotifier
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 
 pytestmark = pytest.mark.skipif(create_gate() is None, reason="no inotify here")
@@ -47,6 +48,7 @@ class FaultyNotifier(LinuxNotifier):
     """The real notifier, with injectable overflow, mount change, watch limit and fs type."""
 
     def __init__(self) -> None:
+        self.restat_fails = False  # before the base's own first re-stat
         super().__init__()
         self.overflow = False
         self.mount_changed = False
@@ -72,6 +74,10 @@ class FaultyNotifier(LinuxNotifier):
     def fs_type(self, path: str) -> int | None:
         """The injected type, else the real one."""
         return self.fs_magic if self.fs_magic is not None else super().fs_type(path)
+
+    def identity(self, path: str) -> Identity:
+        """A re-stat that failed (EIO, a refused ``statx``) when armed, else the real one."""
+        return IDENTITY_UNKNOWN if self.restat_fails else super().identity(path)
 
 
 @dataclass
@@ -104,8 +110,12 @@ class World:
         return sum(self.gated_fs.calls.values())
 
 
-def make_world(tmp_path: Path) -> World:
-    """Bundled ``bchat``; home: platforms/pchat, flat ``flatp``, platforms/linkp -> outside."""
+def make_world(tmp_path: Path, *, warm: bool = True) -> World:
+    """Bundled ``bchat``; home: platforms/pchat, flat ``flatp``, platforms/linkp -> outside.
+
+    ``warm``: both hosts built twice (the gate watches a home from its second probe)
+    and the gated host's third build answered by the gate.
+    """
     root = Path(os.path.realpath(tmp_path))
     launch = root / "launch"
     launch.mkdir()
@@ -142,6 +152,8 @@ def make_world(tmp_path: Path) -> World:
     cache = hosts[0]._homes.manifests()
     cache._gate = ChangeGate(notifier, clock=lambda: clock[0])
     world = World(root, launch, home, bundled, target, hosts[0], hosts[1], fss[0], notifier, clock)
+    if not warm:
+        return world
     for _ in range(2):
         assert world.build(world.gated) == world.build(world.stamped)
     assert world.gated_calls() == 0, "the gate does not answer for a settled, healthy home"
@@ -331,6 +343,62 @@ def test_created_and_edited_home_is_dirty_until_a_watched_probe(tmp_path: Path) 
     w.build(w.gated)  # finds newp; its watch was placed only after the probe
     assert w.gated_calls() > 0  # not trusted yet: re-probed with the watch in place
     assert w.gated_calls() == 0  # now armed
+
+
+def test_a_home_is_watched_from_its_second_probe(tmp_path: Path) -> None:
+    """First probe: the stamp alone, no watch; second: watched and armed; third: the gate's."""
+    w = make_world(tmp_path, warm=False)
+    gate = w.gated._homes.manifests()._gate
+    assert isinstance(gate, ChangeGate)
+    assert w.gated_calls() > 0
+    assert (gate.watched_homes, gate.watches) == (0, 0)
+    assert w.gated_calls() > 0
+    assert gate.watched_homes == 2  # the routed home and the launch home (its residue)
+    assert gate.watches >= 3  # the roots, the plugin directories, the manifests
+    assert w.gated_calls() == 0
+    assert w.build(w.gated) == w.build(w.stamped)
+
+
+def test_a_home_whose_cache_entry_was_evicted_is_stamped_then_gated(tmp_path: Path) -> None:
+    """The cache forgot a clean home: the next probe is a stamp; a change after it is seen."""
+    w = make_world(tmp_path)
+    cache = w.gated._homes.manifests()
+    cache._entries.clear()  # what the cache's LRU does to a home it holds no room for
+    assert w.gated_calls() > 0
+    in_place(w)
+    assert w.gated_calls() > 0
+    assert w.build(w.gated) == w.build(w.stamped)
+    assert "PCHAT_EXTRA" not in w.build(w.gated)
+    assert w.gated_calls() == 0
+
+
+def test_a_failed_restat_is_doubt(tmp_path: Path) -> None:
+    """A clean home's re-stat that fails (neither an identity nor absent): the stamp."""
+    w = make_world(tmp_path)
+    w.notifier.restat_fails = True
+    for _ in range(3):
+        assert w.gated_calls() > 0
+        assert w.build(w.gated) == w.build(w.stamped)
+    w.notifier.restat_fails = False
+    w.build(w.gated)  # re-armed
+    assert w.gated_calls() == 0
+
+
+def test_a_root_that_cannot_be_stat_ed_is_never_gated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Root re-stats failing alike at the probe and at the check: never armed, stamped every build.
+
+    (Recorded and re-checked answers are equal here, so only ``arm``'s refusal keeps the
+    gate from answering.)
+    """
+    w = make_world(tmp_path)
+    monkeypatch.setattr(_gate, "_identity", lambda path: IDENTITY_UNKNOWN)
+    w.notifier.restat_fails = True
+    in_place(w)
+    for _ in range(3):
+        assert w.gated_calls() > 0
+    assert w.build(w.gated) == w.build(w.stamped)
 
 
 @pytest.mark.parametrize("where", ["watch limit (ENOSPC)", "FUSE", "NFS", "9p", "overlay"])
