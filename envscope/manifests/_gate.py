@@ -52,7 +52,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from envscope.manifests._inotify import (
@@ -93,6 +93,18 @@ GATED_FS_TYPES = frozenset(
 """Local file systems whose every change inotify reports. Anything else (NFS, SMB/CIFS,
 FUSE, 9p, overlay, ceph, an unknown type) is never gated: the stamp runs on every build."""
 
+LOCAL_FS_TYPES = GATED_FS_TYPES | {
+    0x794C7630,  # overlay (a container's root: local, though inotify misses its lower layers)
+    0x73717368,  # squashfs
+    0x9660,  # iso9660
+    0x4D44,  # vfat
+    0x2011BAB0,  # exfat
+    0x5346544E,  # ntfs
+}
+"""File systems a gated home's re-stat may walk through (every directory above its roots):
+local ones, where a lookup never waits on a server. A walk crossing anything else (NFS,
+FUSE, autofs, an unknown type) leaves the home on the stamp."""
+
 _ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR})
 
 
@@ -109,6 +121,32 @@ def _identity(path: str) -> Identity:
     except ValueError:  # a NUL byte
         return IDENTITY_UNKNOWN
     return (st.st_dev, st.st_ino)
+
+
+def _crossed(paths: Iterable[str], known: set[int]) -> dict[int, str] | None:
+    """A directory on each file system a walk to ``paths`` crosses, but ``known`` devices.
+
+    Every ancestor of each path, as given and resolved (``realpath``); an ancestor
+    that is missing ends the walk there. None when one cannot be stat-ed otherwise
+    (its file system is unknown: doubt).
+    """
+    found: dict[int, str] = {}
+    seen: set[str] = set()
+    for path in paths:
+        for start in (os.path.abspath(path), os.path.realpath(path)):
+            current = os.path.dirname(start)
+            while current not in seen:
+                seen.add(current)
+                ident = _identity(current)
+                if ident == IDENTITY_UNKNOWN:
+                    return None
+                if ident is not None and ident[0] not in known:
+                    found.setdefault(ident[0], current)
+                parent = os.path.dirname(current)
+                if parent == current:
+                    break
+                current = parent
+    return found
 
 
 def _signature(path: str) -> Signature | None:
@@ -335,6 +373,11 @@ class ChangeGate:
             gateable = False  # a root or a link target that could not be re-stat-ed: doubt
         if gateable:
             gateable = all(self._notifier.fs_type(p) in GATED_FS_TYPES for p in devs.values())
+        if gateable:  # the re-stats keep the GIL: no walk to them may wait on a network
+            crossed = _crossed((path for path, _ in (*begun.roots, *links)), set(devs))
+            gateable = crossed is not None and all(
+                self._notifier.fs_type(p) in LOCAL_FS_TYPES for p in crossed.values()
+            )
         existing = tuple(
             path for path, ident in begun.roots if ident not in (None, IDENTITY_UNKNOWN)
         )

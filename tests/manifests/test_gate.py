@@ -17,6 +17,7 @@ import errno
 import mmap
 import os
 import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,7 @@ class FaultyNotifier(LinuxNotifier):
         self.mount_changed = False
         self.watch_limit = False
         self.fs_magic: int | None = None
+        self.path_magic: dict[str, int] = {}  # one path's file system type
 
     def add_watch(self, path: str) -> int:
         """ENOSPC when the watch limit is on."""
@@ -72,7 +74,9 @@ class FaultyNotifier(LinuxNotifier):
         return found, mounts
 
     def fs_type(self, path: str) -> int | None:
-        """The injected type, else the real one."""
+        """The injected type (the path's own, else every path's), else the real one."""
+        if path in self.path_magic:
+            return self.path_magic[path]
         return self.fs_magic if self.fs_magic is not None else super().fs_type(path)
 
     def identity(self, path: str) -> Identity:
@@ -417,6 +421,25 @@ def test_ungateable_homes_are_stamped_every_build(tmp_path: Path, where: str) ->
     for _ in range(3):
         assert w.gated_calls() > 0
         assert w.build(w.gated) == w.build(w.stamped)
+
+
+@pytest.mark.parametrize("magic", [0x6969, 0x65735546, 0x0187], ids=["NFS", "FUSE", "autofs"])
+def test_a_walk_through_a_network_mount_is_never_gated(magic: int) -> None:
+    """A home on a local file system below a network mount: the re-stats (which keep the GIL)
+    would walk through it, so the home stays on the stamp."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or os.stat(shm).st_dev == os.stat("/").st_dev:
+        pytest.skip("needs /dev/shm on a file system of its own (a mount below /)")
+    with tempfile.TemporaryDirectory(dir=shm) as tmp:
+        w = make_world(Path(tmp))
+        w.notifier.path_magic["/"] = magic  # the root file system, crossed by every walk
+        in_place(w)  # re-armed under the fault
+        for _ in range(3):
+            assert w.gated_calls() > 0
+            assert w.build(w.gated) == w.build(w.stamped)
+        w.notifier.path_magic.clear()
+        w.build(w.gated)  # re-armed over local file systems only
+        assert w.gated_calls() == 0
 
 
 def test_racy_probe_is_never_gated(tmp_path: Path) -> None:

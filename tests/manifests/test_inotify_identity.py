@@ -182,3 +182,37 @@ def test_an_unsearchable_parent_is_doubt_for_an_unprivileged_user() -> None:
         assert open_ == open_stat
         st = os.stat(top / "open")
         assert open_ == [st.st_dev, st.st_ino]
+
+
+def test_the_walk_check_names_every_file_system_above_the_roots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``_crossed``: the ancestors as given and resolved, known devices left out, doubt as None."""
+    (tmp_path / "real" / "root").mkdir(parents=True)
+    (tmp_path / "via").symlink_to(tmp_path / "real")
+    here = os.stat(tmp_path).st_dev
+    crossed = _gate._crossed([str(tmp_path / "via" / "root")], set())
+    assert crossed is not None
+    assert here in crossed
+    assert os.stat("/").st_dev in crossed
+    assert _gate._crossed([str(tmp_path / "via" / "root")], {here, os.stat("/").st_dev}) == {
+        d: p for d, p in crossed.items() if d not in (here, os.stat("/").st_dev)
+    }
+    missing = _gate._crossed([str(tmp_path / "gone" / "deeper" / "root")], set())
+    assert missing is not None
+    assert here in missing
+    seen: list[str] = []
+    real = _gate._identity
+
+    def recording(path: str) -> tuple[int, int] | None:
+        seen.append(path)
+        return real(path)
+
+    monkeypatch.setattr(_gate, "_identity", recording)
+    _gate._crossed([str(tmp_path / "via" / "root")], set())
+    assert str(tmp_path / "via") in seen
+    assert str(tmp_path / "real") in seen
+    monkeypatch.setattr(
+        _gate, "_identity", lambda path: IDENTITY_UNKNOWN if path == str(tmp_path) else real(path)
+    )
+    assert _gate._crossed([str(tmp_path / "via" / "root")], set()) is None
