@@ -311,7 +311,7 @@ class ManifestCache:
             expected = dict(self._shared)
         if gate is None or cached is None:
             # A home's first probe is the stamp alone: watches are placed from its second
-            # probe on, for the homes that are built again (docs/manifests.md, "When").
+            # probe on, for homes built again (docs/manifests.md, "Change notification").
             return self._stamp(key, home_path, cached, retained, ticket, roots, expected)
         # Clear the dirty flag and (re)watch before probing: an event from here on is seen.
         previous = () if cached is None else cached.stamp

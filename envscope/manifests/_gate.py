@@ -45,7 +45,6 @@ would add supply-chain risk for no code saved.
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 import sys
@@ -62,6 +61,7 @@ from envscope.manifests._inotify import (
     Identity,
     LinuxNotifier,
     Notifier,
+    failed_identity,
 )
 from envscope.manifests._probe import Probe, RootProbe, Signature, State
 
@@ -105,8 +105,6 @@ LOCAL_FS_TYPES = GATED_FS_TYPES | {
 local ones, where a lookup never waits on a server. A walk crossing anything else (NFS,
 FUSE, autofs, an unknown type) leaves the home on the stamp."""
 
-_ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR})
-
 
 def _identity(path: str) -> Identity:
     """``os.stat``'s ``(dev, ino)`` (it lets go of the GIL: a probe's path, maybe a network one).
@@ -117,7 +115,7 @@ def _identity(path: str) -> Identity:
     try:
         st = os.stat(path)
     except OSError as exc:
-        return None if exc.errno in _ABSENT else IDENTITY_UNKNOWN
+        return failed_identity(exc.errno or 0)
     except ValueError:  # a NUL byte
         return IDENTITY_UNKNOWN
     return (st.st_dev, st.st_ino)

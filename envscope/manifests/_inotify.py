@@ -31,6 +31,7 @@ __all__ = [
     "WATCH_MASK",
     "LinuxNotifier",
     "Notifier",
+    "failed_identity",
 ]
 
 IN_MODIFY = 0x002
@@ -76,6 +77,11 @@ STATX_INO = 0x100
 _STATX = struct.Struct("=I28xQ96xII")
 _STATX_SIZE = 256
 _ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR})
+
+
+def failed_identity(err: int) -> Identity:
+    """What a failed re-stat says: None (no such path) for ``ENOENT``/``ENOTDIR``, else doubt."""
+    return None if err in _ABSENT else IDENTITY_UNKNOWN
 
 
 class Notifier(Protocol):
@@ -321,7 +327,7 @@ class LinuxNotifier:
             return IDENTITY_UNKNOWN
         buf = ctypes.create_string_buffer(_STATX_SIZE)  # one per call: another thread may run
         if self._inotify.statx(AT_FDCWD, raw, 0, STATX_INO, buf) != 0:
-            return None if ctypes.get_errno() in _ABSENT else IDENTITY_UNKNOWN
+            return failed_identity(ctypes.get_errno())
         mask, ino, major, minor = _STATX.unpack_from(buf)
         if not mask & STATX_INO:
             return IDENTITY_UNKNOWN
