@@ -6,7 +6,8 @@ Counts, never times: ``searched`` records every string the format table searches
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import functools
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from envscope import Catalog, Surface
 from envscope.pipeline._format_memo import FormatMemo
 from envscope.pipeline.secret_rule import SecretMatch, SecretRule
+from envscope.policy import formats
 from envscope.policy._secret_policy import build_policy
 from envscope.policy.formats import CredentialFormat, FormatTable, format_table, reset_table
 from tests.conftest import HostFactory
@@ -46,10 +48,9 @@ def searched(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 @pytest.fixture
-def fresh_table() -> Iterator[None]:
-    """The test may reset the table; the next test reads a table of its own too."""
-    yield
-    reset_table()
+def own_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache of the table for this test alone: its ``reset_table()`` leaves the shared one be."""
+    monkeypatch.setattr(formats, "format_table", functools.cache(formats.format_table.__wrapped__))
 
 
 def _rule(
@@ -156,7 +157,7 @@ def test_a_set_remembered_under_another_table_is_ignored() -> None:
 
 
 def test_reset_table_invalidates_what_was_remembered(
-    make_host: HostFactory, searched: list[str], fresh_table: None
+    make_host: HostFactory, searched: list[str], own_table: None
 ) -> None:
     """After ``reset_table()`` a build (its memo missed) searches every value again."""
     host = make_host(dict(PLAIN))
