@@ -16,8 +16,9 @@ memo and searches every value):
   remembers the values of *this* build that hold no format, replacing the last
   set wholesale: nothing accumulates across builds. A value that holds a format
   is never remembered, and the rule hands over only the values it still has to
-  decide (no declared secret value, no value under a ``known_safe`` name), so
-  the set holds only values the child receives;
+  decide (no value that is or holds a declared secret, none under a
+  ``known_safe`` name): the set holds values of the owner's last build in
+  which the rule found no secret;
 - thread-safe: the table and its values are one tuple, read and replaced as
   one attribute (bindings on several threads share an owner).
 """
