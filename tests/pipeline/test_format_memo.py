@@ -113,12 +113,10 @@ def test_a_value_seen_under_one_key_gets_its_verdict_under_another(
 
 @pytest.mark.parametrize("new", [1, 2], ids=["one-new-value", "two-new-values"])
 def test_a_value_newly_holding_a_credential_is_found(searched: list[str], new: int) -> None:
-    """With every other value remembered clean, a changed value holding a format is found.
-
-    Only the changed values are searched: one alone, two joined and then each.
-    """
+    """Among remembered clean values a new credential is found; only the new values are searched."""
     owner = FormatMemo()
     _both(owner, list(CLEAN.items()))
+    # one new value is searched alone; two are searched joined, then each
     changed = dict(CLEAN, SETTING_0=f"token {GITHUB}")
     if new == 2:
         changed["SETTING_1"] = "another-ordinary-value"
