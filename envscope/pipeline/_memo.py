@@ -20,12 +20,17 @@ the same scope and residue objects uses it), or the host for unbound builds;
 an unbound multiplexed build never uses one (its residue is re-read per
 build). A traced build keeps its decisions too (a ``trace.Recording``) and
 replays them into the caller's trace, fingerprinted with that trace's function.
+The owner also keeps, in ``formats``, the values its last build found to hold no
+credential format (``_format_memo.FormatMemo``): a build that misses searches
+only the values that are new to it.
 """
 
 from __future__ import annotations
 
 import operator
 from typing import TYPE_CHECKING
+
+from envscope.pipeline._format_memo import FormatMemo
 
 if TYPE_CHECKING:
     from collections.abc import Hashable, Sequence
@@ -55,10 +60,11 @@ class BuildMemo:
 
     MAX_SHAPES = 16  # surfaces x flags a host really uses; more and the memo starts over
 
-    __slots__ = ("_built",)
+    __slots__ = ("_built", "formats")
 
     def __init__(self) -> None:
         self._built: dict[Hashable, _Built] = {}
+        self.formats = FormatMemo()  # the clean values of the last build that searched
 
     def get(
         self, shape: Hashable, same: tuple[object, ...], equal: tuple[object, ...]

@@ -33,9 +33,13 @@ from envscope.policy._declarations import OriginKind, norm
 from envscope.policy.surfaces import BaseFilter, Surface, mcp_allowlist
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from envscope.pipeline._binding import Binding
+    from envscope.pipeline._format_memo import FormatMemo
     from envscope.pipeline._memo import BuildMemo
     from envscope.policy._declarations import Origin
+    from envscope.policy.formats import CredentialFormat
 
 __all__ = [
     "BuildRequest",
@@ -56,7 +60,8 @@ def build(
     """One child env: the memo asked, on a miss the stages run, the child remembered.
 
     ``memo`` is the owner's (a routed binding's home share, or the host's for
-    unbound builds; ``None``: never remembered). A traced hit replays the
+    unbound builds; ``None``: never remembered); a miss searches only the values
+    its last build did not find clean of credential formats. A traced hit replays the
     decisions kept with the child into ``trace``; a traced miss records values
     where fingerprints go, keeps the recording with the child and replays it.
     """
@@ -70,7 +75,7 @@ def build(
             trace.replay(recording)
         return child
     capture = Trace(fingerprint=keep_value) if trace.enabled else NULL_TRACE
-    child = run_build(request, capture)
+    child = run_build(request, capture, formats=memo.formats)
     recording = capture.recording() if trace.enabled else None
     if recording is not None:
         trace.replay(recording)
@@ -150,13 +155,23 @@ def _base_filter(request: BuildRequest) -> BaseFilter | None:
     return BaseFilter(allowlist, surface_policy, options.fold)
 
 
-def secret_rule(request: BuildRequest) -> SecretRule:
+def secret_rule(request: BuildRequest, formats: FormatMemo | None = None) -> SecretRule:
     """The build's one secret rule: its policies, and every value the host knows of.
 
     The caller's ``extra`` counts as the host's values except on the ``mcp``
     surface, where it is the server's block: the operator's literals.
+    ``formats`` is the memo owner's: the rule searches the current format table
+    and skips the values the owner found clean under that very table.
     """
-    from envscope.policy.formats import find_format  # loaded with a host's first build
+    from envscope.policy.formats import find_format, format_table  # with a host's first build
+
+    find: Callable[[str], CredentialFormat | None] | None = None
+    clean = None
+    if request.options.strip_value_aliases:
+        find = find_format
+        if formats is not None:  # one table searches and keys what is remembered
+            table = format_table()
+            find, clean = table.find, formats.under(table)
 
     surface, binding, routed = request.surface, request.binding, request.routed
     surface_policy = request.options.surface_policies.get(surface)
@@ -174,21 +189,25 @@ def secret_rule(request: BuildRequest) -> SecretRule:
         scope=None if binding is None else binding.scope,
         own=own_values(binding) if routed else None,
         ungrantable=request.ungrantable,
-        formats=find_format if request.options.strip_value_aliases else None,
+        formats=find,
         known_safe=request.options.known_safe,
+        clean=clean,
     )
 
 
 def _sanitize_options(
-    request: BuildRequest, parent: stages.Entries, entries: stages.Entries
+    request: BuildRequest,
+    parent: stages.Entries,
+    entries: stages.Entries,
+    formats: FormatMemo | None,
 ) -> SanitizeOptions:
-    """What stage 4 needs besides the entries."""
+    """What stage 4 needs besides the entries (``formats``: the memo owner's, or None)."""
     options, surface, passthrough = request.options, request.surface, request.passthrough
     fold, routed = options.fold, request.routed
     surface_policy = options.surface_policies.get(surface)
     scope: Mapping[str, str] = {} if request.binding is None else request.binding.scope
     return SanitizeOptions(
-        rule=secret_rule(request),
+        rule=secret_rule(request, formats),
         extra=request.extras,
         passthrough=tuple(passthrough),
         passthrough_source=(
@@ -228,14 +247,20 @@ def check_parent_envs(snapshot: dict[str, str], process: dict[str, str] | None) 
         check_env(process, "environ")
 
 
-def run_build(request: BuildRequest, trace: Trace = NULL_TRACE) -> dict[str, str]:
-    """The parent envs checked, the four stages, the block check (and the findings if traced)."""
+def run_build(
+    request: BuildRequest, trace: Trace = NULL_TRACE, *, formats: FormatMemo | None = None
+) -> dict[str, str]:
+    """The parent envs checked, the four stages, the block check (and the findings if traced).
+
+    ``formats`` is the memo owner's record of values clean of credential formats
+    (None: every value is searched).
+    """
     check_parent_envs(request.snapshot, request.process)
     options = request.options
     parent = entries = stages.to_entries(request.snapshot, trace, fold=options.fold)
     if request.routed:
         entries = _routed_stages(request, entries, trace)
-    stage4 = _sanitize_options(request, parent, entries)
+    stage4 = _sanitize_options(request, parent, entries, formats)
     child = stages.validate_block(
         sanitize(entries, stage4, trace=trace), max_total_bytes=options.max_env_bytes, trace=trace
     )

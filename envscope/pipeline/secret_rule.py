@@ -36,6 +36,9 @@ name and, for a child that inherits credentials, a model provider's key under a
 catalog name of that provider (``shape``). Each secret has a ``Grade`` that says
 what may still hand it over: a grant (``HOST``), also the force prefix
 (``CREDENTIAL``), or nothing (``SOURCE``: a secret source's credential).
+``find_in`` answers ``secret_in`` for a build's values in one pass; given the
+memo owner's ``CleanValues`` (``_format_memo``), the format table searches only
+the values the owner's last build did not find clean.
 
 ``public(match)`` is what an error or a log line may say about a match: the
 secret's name, unless the rule is routed and the secret is the launch profile's
@@ -54,6 +57,7 @@ from envscope.policy._declarations import Declaration, Origin, OriginKind, Tier
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
+    from envscope.pipeline._format_memo import CleanValues
     from envscope.policy._secret_policy import SecretPolicy
     from envscope.policy.formats import CredentialFormat
 
@@ -157,6 +161,7 @@ class SecretRule:
     """The secret rule of one build context (see the module docstring)."""
 
     __slots__ = (
+        "_clean",
         "_declared",
         "_formats",
         "_host",
@@ -186,6 +191,7 @@ class SecretRule:
         ungrantable: frozenset[str] = frozenset(),
         formats: Callable[[str], CredentialFormat | None] | None = None,
         known_safe: frozenset[str] = frozenset(),
+        clean: CleanValues | None = None,
     ) -> None:
         """Collect the secret values of one context.
 
@@ -197,7 +203,9 @@ class SecretRule:
         ``ungrantable`` are the upper-cased names of secret sources' credentials.
         ``formats`` finds a credential format in a value (``policy.formats.find_format``;
         None: no format is a secret); ``known_safe`` names (upper-cased) the
-        operator lets keep one.
+        operator lets keep one. ``clean`` is the memo owner's values known to
+        hold no format under the table ``formats`` searches (``_format_memo``):
+        ``find_in`` searches only the others, and remembers this build's.
         """
         self._policy = policy
         self._launch_policy = None if launch_policy is policy else launch_policy
@@ -207,6 +215,7 @@ class SecretRule:
         self._ungrantable = ungrantable
         self._formats = formats
         self._known_safe = known_safe
+        self._clean = clean
         self._host = _Secrets()
         self._scope = _Secrets()
         self._launch_pairs: set[tuple[str, str]] = set()  # routed: (NAME, value) the launch holds
@@ -362,8 +371,10 @@ class SecretRule:
         if formats is None or key.upper() in self._known_safe:
             return None
         fmt = formats(value)
-        if fmt is None:
-            return None
+        return None if fmt is None else self._shape_match(key, fmt)
+
+    def _shape_match(self, key: str, fmt: CredentialFormat) -> SecretMatch | None:
+        """``shape`` for a value found to hold ``fmt`` (under a name that is not known safe)."""
         own_provider = fmt.provider is not None and (
             self._policy.catalog.provider_of(key) == fmt.provider
         )
@@ -381,7 +392,9 @@ class SecretRule:
 
         A declared secret that occurs in none of the values (one substring search
         over them all) is not looked for value by value, nor is a credential
-        format (one search of the format table over them all).
+        format (one search of the format table over them all). With ``clean``,
+        the format table searches only the values still undecided that the
+        owner's last build did not find clean (``CleanValues.search``).
         """
         joined = "\x00".join(value for _, value in items)
         host = self._host.present_in(joined)
@@ -395,7 +408,20 @@ class SecretRule:
                     found = host.find(value)
             out.append(found)
         formats = self._formats
-        if formats is not None and formats(joined) is not None:
+        if formats is None:
+            return out
+        if self._clean is not None:
+            safe = self._known_safe
+            todo = [
+                i
+                for i, (key, _) in enumerate(items)
+                if out[i] is None and not (safe and key.upper() in safe)
+            ]
+            shapes = self._clean.search([items[i][1] for i in todo], formats)
+            for j, fmt in shapes.items():
+                i = todo[j]
+                out[i] = self._shape_match(items[i][0], fmt)
+        elif formats(joined) is not None:
             for i, (key, value) in enumerate(items):
                 if out[i] is None:
                     out[i] = self.shape(key, value)

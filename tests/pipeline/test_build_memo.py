@@ -10,6 +10,7 @@ import pytest
 
 from envscope import Surface, Trace
 from envscope.pipeline import build
+from envscope.pipeline._format_memo import FormatMemo
 from envscope.pipeline._memo import BuildMemo
 from envscope.pipeline.build import BuildRequest
 from envscope.policy.sources import StaticSource
@@ -26,9 +27,11 @@ def stage_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     runs = [0]
     real = build.run_build
 
-    def counting(request: BuildRequest, trace: Trace) -> dict[str, str]:
+    def counting(
+        request: BuildRequest, trace: Trace, *, formats: FormatMemo | None = None
+    ) -> dict[str, str]:
         runs[0] += 1
-        return real(request, trace)
+        return real(request, trace, formats=formats)
 
     monkeypatch.setattr(build, "run_build", counting)
     return runs
