@@ -121,6 +121,10 @@ class _PollFd(ctypes.Structure):
     _fields_ = (("fd", ctypes.c_int), ("events", ctypes.c_short), ("revents", ctypes.c_short))
 
 
+_POLL_ARRAYS = {1: _PollFd * 1, 2: _PollFd * 2}  # made once: an array type costs ~20 µs
+_StatxBuffer = ctypes.c_char * _STATX_SIZE
+
+
 class _StatFs(ctypes.Structure):
     # Only ``f_type`` is read: it is the first field on every Linux ABI (a long); the
     # rest of ``struct statfs`` (at most 120 bytes) is padding room.
@@ -167,6 +171,8 @@ class _Inotify:
             ctypes.c_void_p,
         )
         self.statx.restype = ctypes.c_int
+        if self.identity("/") in (None, IDENTITY_UNKNOWN):  # a seccomp filter, ENOSYS
+            raise OSError(errno.ENOSYS, "statx(2) does not answer here: no change gate")
         fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
         if fd < 0:
             err = ctypes.get_errno()
@@ -185,6 +191,24 @@ class _Inotify:
             if cls._shared is None:
                 cls._shared = cls()
             return cls._shared
+
+    def identity(self, path: str) -> Identity:
+        """``statx(2)`` keeping the GIL: ``(makedev(major, minor), ino)``, as ``os.stat`` says.
+
+        None for ``ENOENT``/``ENOTDIR``; ``IDENTITY_UNKNOWN`` for any other failure
+        (``EACCES``, ``ELOOP``, a refused call), an answer without the inode, or a
+        path ``statx`` cannot be given (a NUL byte).
+        """
+        raw = os.fsencode(path)
+        if b"\0" in raw:
+            return IDENTITY_UNKNOWN
+        buf = _StatxBuffer()  # one per call: another thread may run before it is read
+        if self.statx(AT_FDCWD, raw, 0, STATX_INO, buf) != 0:
+            return failed_identity(ctypes.get_errno())
+        mask, ino, major, minor = _STATX.unpack_from(buf)
+        if not mask & STATX_INO:
+            return IDENTITY_UNKNOWN
+        return (os.makedev(major, minor), ino)
 
     def subscribe(self, queue: _Queue) -> None:
         with self.lock:
@@ -270,12 +294,9 @@ class LinuxNotifier:
         watched = [(self._inotify.fd, select.POLLIN)]
         if self._mounts is not None:
             watched.append((self._mounts, select.POLLPRI | select.POLLERR))
-        self._fds = (_PollFd * len(watched))(*(_PollFd(fd, ev, 0) for fd, ev in watched))
+        self._fds = _POLL_ARRAYS[len(watched)](*(_PollFd(fd, ev, 0) for fd, ev in watched))
         self._finalizer = weakref.finalize(self, _release, self._inotify, self._queue, self._mounts)
         self._ready()  # the first poll reports the current mount table: consume it
-        if self.identity("/") in (None, IDENTITY_UNKNOWN):  # no statx (a seccomp filter, ENOSYS)
-            self.close()
-            raise OSError(errno.ENOSYS, "statx(2) does not answer here: no change gate")
 
     def add_watch(self, path: str) -> int:
         """``inotify_add_watch`` with ``WATCH_MASK`` (follows a symlinked directory)."""
@@ -316,22 +337,8 @@ class LinuxNotifier:
         return int(buf.f_type) & 0xFFFFFFFF
 
     def identity(self, path: str) -> Identity:
-        """``statx(2)`` keeping the GIL: ``(makedev(major, minor), ino)``, as ``os.stat`` says.
-
-        None for ``ENOENT``/``ENOTDIR``; ``IDENTITY_UNKNOWN`` for any other failure
-        (``EACCES``, ``ELOOP``, a refused call), an answer without the inode, or a
-        path ``statx`` cannot be given (a NUL byte).
-        """
-        raw = os.fsencode(path)
-        if b"\0" in raw:
-            return IDENTITY_UNKNOWN
-        buf = ctypes.create_string_buffer(_STATX_SIZE)  # one per call: another thread may run
-        if self._inotify.statx(AT_FDCWD, raw, 0, STATX_INO, buf) != 0:
-            return failed_identity(ctypes.get_errno())
-        mask, ino, major, minor = _STATX.unpack_from(buf)
-        if not mask & STATX_INO:
-            return IDENTITY_UNKNOWN
-        return (os.makedev(major, minor), ino)
+        """The shared instance's ``statx`` re-stat (it keeps the GIL): see ``_Inotify.identity``."""
+        return self._inotify.identity(path)
 
     def close(self) -> None:
         """Release this gate's watches and the mount-table descriptor."""

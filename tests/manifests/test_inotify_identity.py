@@ -138,14 +138,19 @@ def test_an_answer_without_the_inode_is_doubt(
     assert notifier.identity("/") == IDENTITY_UNKNOWN
 
 
-def test_no_gate_where_statx_does_not_answer(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A notifier whose ``statx`` is refused (ENOSYS, a seccomp filter) is not made: no gate."""
+@pytest.mark.parametrize("answer", [None, IDENTITY_UNKNOWN])
+def test_no_gate_where_statx_does_not_answer(
+    monkeypatch: pytest.MonkeyPatch, answer: object
+) -> None:
+    """A process whose ``statx`` of ``/`` fails (ENOSYS, a seccomp filter) makes no gate."""
     from envscope.manifests._inotify import _Inotify
 
-    monkeypatch.setattr(_Inotify.get(), "statx", _failing(errno.ENOSYS))
+    monkeypatch.setattr(_Inotify, "_shared", None)  # the process's instance, made again
+    monkeypatch.setattr(_Inotify, "identity", lambda self, path: answer)
     with pytest.raises(OSError, match="statx"):
         LinuxNotifier()
     assert create_gate() is None
+    assert _Inotify._shared is None
 
 
 def test_statx_keeps_the_gil(notifier: LinuxNotifier) -> None:
