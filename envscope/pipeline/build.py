@@ -36,8 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from envscope.pipeline._binding import Binding
-    from envscope.pipeline._format_memo import FormatMemo
-    from envscope.pipeline._memo import BuildMemo
+    from envscope.pipeline._memo import BuildMemo, FormatMemo
     from envscope.policy._declarations import Origin
     from envscope.policy.formats import CredentialFormat
 

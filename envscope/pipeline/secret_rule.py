@@ -37,7 +37,7 @@ catalog name of that provider (``shape``). Each secret has a ``Grade`` that says
 what may still hand it over: a grant (``HOST``), also the force prefix
 (``CREDENTIAL``), or nothing (``SOURCE``: a secret source's credential).
 ``find_in`` answers ``secret_in`` for a build's values in one pass; given the
-memo owner's ``CleanValues`` (``_format_memo``), the format table searches only
+memo owner's ``CleanValues`` (``_memo``), the format table searches only
 the values the owner's last build did not find clean.
 
 ``public(match)`` is what an error or a log line may say about a match: the
@@ -57,7 +57,7 @@ from envscope.policy._declarations import Declaration, Origin, OriginKind, Tier
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-    from envscope.pipeline._format_memo import CleanValues
+    from envscope.pipeline._memo import CleanValues
     from envscope.policy._secret_policy import SecretPolicy
     from envscope.policy.formats import CredentialFormat
 
@@ -204,7 +204,7 @@ class SecretRule:
         ``formats`` finds a credential format in a value (``policy.formats.find_format``;
         None: no format is a secret); ``known_safe`` names (upper-cased) the
         operator lets keep one. ``clean`` is the memo owner's values known to
-        hold no format under the table ``formats`` searches (``_format_memo``):
+        hold no format under the table ``formats`` searches (``_memo``):
         ``find_in`` searches only the others, and remembers this build's.
         """
         self._policy = policy

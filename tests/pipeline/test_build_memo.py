@@ -10,8 +10,7 @@ import pytest
 
 from envscope import Surface, Trace
 from envscope.pipeline import build
-from envscope.pipeline._format_memo import FormatMemo
-from envscope.pipeline._memo import BuildMemo
+from envscope.pipeline._memo import BuildMemo, FormatMemo
 from envscope.pipeline.build import BuildRequest
 from envscope.policy.sources import StaticSource
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from envscope import Catalog, Surface
-from envscope.pipeline._format_memo import FormatMemo
+from envscope.pipeline._memo import FormatMemo
 from envscope.pipeline.secret_rule import SecretMatch, SecretRule
 from envscope.policy import formats
 from envscope.policy._secret_policy import build_policy

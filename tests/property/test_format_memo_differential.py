@@ -15,7 +15,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from envscope import Catalog
-from envscope.pipeline._format_memo import FormatMemo
+from envscope.pipeline._memo import FormatMemo
 from envscope.pipeline.secret_rule import SecretRule
 from envscope.policy._secret_policy import build_policy
 from envscope.policy.formats import format_table
