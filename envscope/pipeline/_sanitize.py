@@ -69,6 +69,7 @@ class SanitizeOptions:
     launch_env: Entries = field(default_factory=dict)
     strip_secret_values: bool = True
     managed_names: frozenset[str] = frozenset()  # upper-cased: a surface policy never drops one
+    managed: Mapping[str, str] = field(default_factory=dict)  # the managed file's entries
     # On the mcp surface ``extra`` is the server's env block: the operator's grant.
     extra_is_block: bool = False
     grant: frozenset[str] = frozenset()  # exact spellings of extra keys received as given
@@ -251,7 +252,8 @@ def _filter_base(entries: Entries, options: SanitizeOptions, trace: Trace) -> En
     An administrator-managed key wins over a surface policy's ``inherit`` and
     ``exclude`` (managed values win everywhere); the MCP allowlist still applies.
     An injection vector a launch secret source put into the process env was
-    introduced, not inherited: it is dropped too.
+    introduced, not inherited: it is dropped too, unless the entry is the managed
+    file's own (its key and value: the administrator's value replaced the source's).
     """
     base_filter, managed_names, introduced = (
         options.base_filter,
@@ -261,7 +263,7 @@ def _filter_base(entries: Entries, options: SanitizeOptions, trace: Trace) -> En
     out: Entries = {}
     for idx, item in entries.items():
         up = item[0].upper()
-        if introduced and up in introduced:
+        if introduced and up in introduced and not _managed(options, item, up):
             reason = Reason.INJECTION_VECTOR
             trace.record(item[0], Action.STRIPPED, Stage.SANITIZE, reason, value=item[1])
             continue
@@ -430,3 +432,11 @@ def _unwrap_forced(out: Entries, options: SanitizeOptions, trace: Trace) -> list
         out[index(target, options.fold)] = (target, value)
         handed.append(up)
     return handed
+
+
+def _managed(options: SanitizeOptions, item: tuple[str, str], up: str) -> bool:
+    """True when this entry is the managed file's: its key (name, where names fold) and value."""
+    key, value = item
+    if not options.fold:
+        return options.managed.get(key) == value
+    return any(v == value and k.upper() == up for k, v in options.managed.items())

@@ -229,6 +229,7 @@ def _sanitize_options(
         ),
         strip_secret_values=options.strip_value_aliases,
         managed_names=frozenset(map(norm, request.managed)),
+        managed=request.managed,
         extra_is_block=surface is Surface.MCP,
         grant=request.granted,
         fold=fold,

@@ -71,3 +71,82 @@ def test_every_spelling_of_a_managed_credential_reaches_a_credentialed_routed_ch
         env = host.build_subprocess_env(surface=Surface.CREDENTIALED)
     expected = dict(line.split("=", 1) for line in lines.splitlines())
     assert {k: v for k, v in env.items() if k.upper() == "CHATX_SIGNING_SECRET"} == expected
+
+
+@pytest.mark.parametrize("surface", list(Surface))
+@pytest.mark.parametrize("routed", [False, True], ids=["launch", "routed"])
+@pytest.mark.parametrize("name", ["CC", "LD_PRELOAD", "PYTHONPATH"])
+def test_a_managed_injection_vector_a_launch_source_also_supplied_is_kept(
+    make_host: HostFactory, homes: dict[str, Path], surface: Surface, routed: bool, name: str
+) -> None:
+    """The launch's source put the name in first (introduced), the managed file pins it: kept.
+
+    A vector a launch secret source introduced is dropped from every child, but the
+    administrator's value of that name is the managed file's, not the source's.
+    """
+    from envscope.policy.sources import StaticSource
+
+    managed = homes["root"] / "managed.env"
+    managed.write_text(f"{name}=/opt/admin/{name.lower()}\n")
+    host = make_host(managed_env_file=managed)
+    host.add_secret_source(StaticSource("vault", {str(homes["A"]): {name: "/tmp/from-source"}}))
+    host.load_launch_env()
+    assert name in host.source_applied_names()
+    supplied = {"PATH": "/usr/bin"} if surface is Surface.MCP else None
+    kwargs: dict[str, object] = {"surface": surface}
+    if supplied is not None:
+        kwargs["extra"] = supplied
+    if routed:
+        with host.routed(homes["B"]):
+            env = host.build_subprocess_env(**kwargs)  # type: ignore[arg-type]
+    else:
+        env = host.build_subprocess_env(**kwargs)  # type: ignore[arg-type]
+    if surface is Surface.MCP:
+        assert env.get(name) in (None, f"/opt/admin/{name.lower()}")  # the allowlist decides
+    else:
+        assert env.get(name) == f"/opt/admin/{name.lower()}"
+    assert "/tmp/from-source" not in env.values()
+
+
+@pytest.mark.parametrize("name", ["CC", "LD_PRELOAD"])
+def test_an_injection_vector_a_launch_source_introduced_is_dropped(
+    make_host: HostFactory, name: str
+) -> None:
+    """Without a managed pin, the vector the source put into the process env reaches no child."""
+    from envscope.policy.sources import StaticSource
+
+    host = make_host()
+    host.add_secret_source(StaticSource("vault", {host.launch_home: {name: "/tmp/from-source"}}))
+    host.load_launch_env()
+    assert host.environ_snapshot().get(name) == "/tmp/from-source"
+    assert name not in host.build_subprocess_env()
+
+
+@pytest.mark.parametrize(
+    ("windows", "spelling"),
+    [(False, "cc"), (False, "CC"), (True, "CC"), (True, "cc")],
+    ids=["posix-twin", "posix-same", "windows-same", "windows-twin"],
+)
+def test_the_source_value_of_an_introduced_vector_never_reaches_a_child(
+    make_host: HostFactory, homes: dict[str, Path], windows: bool, spelling: str
+) -> None:
+    """Source-applied ``CC``, managed ``cc`` or ``CC``: the managed entry arrives, never the source.
+
+    POSIX twins are two variables (the source's dropped, the managed one kept). Where names
+    fold, a parent holding both spellings keeps one of them at the residue stage; when that
+    is the source's, it is dropped (the administrator's twin was already gone: fail closed).
+    """
+    from envscope.policy.sources import StaticSource
+
+    managed = homes["root"] / "managed.env"
+    managed.write_text(f"{spelling}=/opt/admin/cc\n")
+    host = make_host(managed_env_file=managed, windows=windows)
+    host.add_secret_source(StaticSource("vault", {str(homes["A"]): {"CC": "/tmp/from-source"}}))
+    host.load_launch_env()
+    env = host.build_subprocess_env()
+    assert "/tmp/from-source" not in env.values()
+    got = {k: v for k, v in env.items() if k.upper() == "CC"}
+    if spelling == "CC" or not windows:
+        assert got == {spelling: "/opt/admin/cc"}
+    else:
+        assert got == {}

@@ -177,6 +177,7 @@ class HostMachine(RuleBasedStateMachine):
         self.catalog = Catalog.default()
         self.multiplex = False
         self.host: Host | None = None
+        self.introduced: set[str] = set()  # upper: vectors the launch's source put in
 
     def teardown(self) -> None:
         """Remove the machine's home tree."""
@@ -254,9 +255,14 @@ class HostMachine(RuleBasedStateMachine):
         self.host, self.multiplex = host, multiplex
         self.recorded, self.supplied = set(), set()
         self.caches = {h: HomeCache() for h in HOMES}  # a new host has a cold manifest cache
+        self.introduced = set()
         if load:
             expected = dict(self.environ)
-            for key, value in (*self.dotenv["A"].items(), *self.sources["A"].items()):
+            for key, value in self.dotenv["A"].items():
+                expected.setdefault(key, value)
+            for key, value in self.sources["A"].items():
+                if key not in expected and host.refuses_injection(key.upper()):
+                    self.introduced.add(key.upper())  # a vector the launch's source put in
                 expected.setdefault(key, value)
             expected.update(self.managed)
             host.load_launch_env()
@@ -489,6 +495,7 @@ class HostMachine(RuleBasedStateMachine):
         held = {v for k, v in child.items() if declared(k.upper())}
         secret_values = {v for k, v in inputs if declared(k.upper()) and v not in held}
         managed_up = upper_map(self.managed)
+        managed_pairs = {(k.upper(), v) for k, v in self.managed.items()}
         # the routed profile's own values: its scope, but not a key the managed file sets
         own = {k: v for k, v in upper_map(scope).items() if k not in managed_up}
         # Routed, the launch process's value of a declared name (not the managed file's own
@@ -503,6 +510,10 @@ class HostMachine(RuleBasedStateMachine):
 
         def may_lose(up: str, value: str) -> bool:
             if up.startswith(FORCE) or stripped(up) or up == pinned:
+                return True
+            # an injection vector the launch's source put in reaches no child (but for the
+            # managed file's own entry of that name, which replaced the source's value)
+            if up in self.introduced and (up, value) not in managed_pairs:
                 return True
             if routed and self.tier("A", up) is not None and own.get(up) != value:
                 return True  # a launch-declared name: only the routed profile's own value passes
