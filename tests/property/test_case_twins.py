@@ -6,13 +6,18 @@ surfaces, built twice, ``Host(windows=False)`` and ``Host(windows=True)``:
 - the Windows child never holds two keys equal ignoring case;
 - folding the POSIX child the way Windows folds (the upper-case spelling,
   else the first seen) gives exactly the Windows child: the only difference
-  is the extra spellings POSIX keeps;
+  is the extra spellings POSIX keeps. A name whose ``extra`` twins differ in
+  value is one variable on Windows, holding one of the values, and a rule that
+  decides by value (routed, the launch's own value of a credential never comes
+  back through ``extra``) may keep another spelling on POSIX: for such a name,
+  the Windows value (if any) is one POSIX kept;
 - every extra POSIX spelling is undeclared or kept by its tier for that
   surface, and a stripped name is gone in every spelling on both;
 - unrouted and without extras, the POSIX child is the parent minus declared
   names, every twin as spelled (S22).
 
-Values are shorter than the alias rule's minimum, so only names decide.
+Values are shorter than the alias rule's minimum, so names decide (and, routed,
+whether a value is the launch's own value of that name).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from envscope import FORCE_PREFIX as FORCE
@@ -87,6 +92,13 @@ def build(
     passthrough=st.lists(names, max_size=2),
     surface=st.sampled_from(SURFACES),
 )
+@example(  # found by make fuzz: Windows keeps the extra's upper spelling, the launch's value
+    base={"OPENAI_API_KEY": ""},
+    scope={},
+    extra={"OPENAI_API_KEY": "", "openai_api_key": "0"},
+    passthrough=[],
+    surface=Surface.CREDENTIALED,
+)
 def test_posix_folds_to_windows(
     base: dict[str, str],
     scope: dict[str, str] | None,
@@ -104,7 +116,22 @@ def test_posix_folds_to_windows(
     posix = build(False, base, scope, extra, passthrough, surface)
     windows = build(True, base, scope, extra, passthrough, surface)
     assert len({k.upper() for k in windows}) == len(windows)
-    assert fold(posix) == windows
+    # An extra whose twins differ in value is one variable on Windows (one of the values);
+    # POSIX keeps each spelling, and a rule that decides by value may keep another one.
+    ambiguous = {
+        k.upper().removeprefix(FORCE)
+        for k in extra
+        for other in extra
+        if k != other and k.upper() == other.upper() and extra[k] != extra[other]
+    }
+
+    def plain(env: dict[str, str]) -> dict[str, str]:
+        return {k: v for k, v in env.items() if k.upper() not in ambiguous}
+
+    assert fold(plain(posix)) == plain(windows)
+    for key, value in windows.items():
+        if key.upper() in ambiguous:  # Windows' one value is a value POSIX kept for the name
+            assert value in {v for k, v in posix.items() if k.upper() == key.upper()}, key
     inherits = surface.inherits_credentials
     for key in posix:
         tier = CATALOG.lookup(key.upper())
