@@ -67,6 +67,22 @@ def _command(
     )
 
 
+OPERANDS: dict[str, tuple[str, ...]] = {"diff": ("a", "b")}
+"""Each command's one-word positional operands (every other positional is a list)."""
+
+
+def missing_operand(args: argparse.Namespace) -> str | None:
+    """The operand argparse left as a list, or None.
+
+    After ``--``, a lone ``--`` fills an operand with ``[]`` (CPython's argparse),
+    so ``diff - -- --`` parses: the operand is missing, a usage error.
+    """
+    for name in OPERANDS.get(getattr(args, "command", ""), ()):
+        if not isinstance(getattr(args, name, None), str):
+            return name
+    return None
+
+
 def parser(version: str) -> argparse.ArgumentParser:
     """The whole command line."""
     top = argparse.ArgumentParser(
@@ -151,8 +167,8 @@ def _add_diff(
         parents,
     )  # fmt: skip
     operand = "a snapshot file, '-' for stdin, or home:NAME[/surface] to build live"
-    diff.add_argument("a", help=operand)
-    diff.add_argument("b", help=operand)
+    for name in OPERANDS["diff"]:
+        diff.add_argument(name, help=operand)
     diff.add_argument("--json", action="store_true", help="stable JSON")
 
 

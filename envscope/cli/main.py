@@ -21,7 +21,7 @@ from typing import Any
 
 from envscope import __version__
 from envscope.audit.trace import Trace
-from envscope.cli._parser import SURFACES, parser
+from envscope.cli._parser import SURFACES, missing_operand, parser
 from envscope.cli._source import HostSource
 from envscope.cli.config import HostConfig, find_config, load_config
 from envscope.errors import EnvscopeError, SnapshotError
@@ -456,6 +456,9 @@ def _main(argv: Sequence[str] | None) -> int:
     else:
         args.layout = _layout(getattr(args, "color", "auto"), sys.stdout)
         try:
+            missing = missing_operand(args)
+            if missing is not None:
+                raise UsageError(f"{args.command}: the operand {missing.upper()} is missing")
             code = _COMMANDS[args.command](args)
         except UsageError as exc:
             print(_report.printable(f"envscope: error: {exc}"), file=sys.stderr)

@@ -79,3 +79,34 @@ def test_config_after_the_subcommand_wins(
     capsys.readouterr()
     assert main(["--config", CONFIG, "explain", "--config", missing, "--json"]) == 2
     assert "absent.yaml" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "missing"),
+    [
+        (["diff", "-", "--", "--"], "B"),
+        (["diff", "--", "-", "--"], "B"),
+        (["diff", "--", "--", "--"], "B"),
+    ],
+    ids=["after-the-first", "after-the-separator", "all-separators"],
+)
+def test_a_lone_separator_is_not_an_operand(
+    capsys: pytest.CaptureFixture[str], argv: list[str], missing: str
+) -> None:
+    """``diff - -- --`` (argparse fills B with ``[]``): exit 2 naming the operand, no traceback."""
+    code = main(["--config", CONFIG, *argv])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"diff: the operand {missing} is missing" in err
+    assert "Traceback" not in err
+
+
+def test_an_operand_after_the_separator_is_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``diff -- A B``: the operands after ``--`` are read as given (a missing file: exit 2)."""
+    code = main(["--config", CONFIG, "diff", "--", str(tmp_path / "a"), str(tmp_path / "b")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert str(tmp_path / "a") in err
+    assert "is missing" not in err
