@@ -35,14 +35,14 @@ memo and searches every value):
 - ``under(table)`` is one build's ``CleanValues``: the values remembered under
   that very table object (``policy.formats.format_table()``; a set remembered
   under another table, such as the one before ``reset_table()``, is ignored);
-- ``CleanValues.search`` searches only the values not among them: once for the
+- ``SecretRule.find_in`` searches only the values not among them: once for the
   lot, and value by value only when that search finds a format. It then
-  remembers the values of *this* build that hold no format, replacing the last
-  set wholesale: nothing accumulates across builds. A value that holds a format
-  is never remembered, and the rule hands over only the values it still has to
-  decide (no value that is or holds a declared secret, none under a
-  ``known_safe`` name): the set holds values of the owner's last build in
-  which the rule found no secret;
+  remembers (``CleanValues.remember``) the values of *this* build that hold no
+  format, replacing the last set wholesale: nothing accumulates across builds.
+  A value that holds a format is never remembered, and the rule hands over
+  only the values it still has to decide (no value that is or holds a
+  declared secret, none under a ``known_safe`` name): the set holds values of
+  the owner's last build in which the rule found no secret;
 - thread-safe: the table and its values are one tuple, read and replaced as
   one attribute (bindings on several threads share an owner).
 """
@@ -53,10 +53,10 @@ import operator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable, Sequence
+    from collections.abc import Hashable, Sequence
 
     from envscope.audit.trace import Recording
-    from envscope.policy.formats import CredentialFormat, FormatTable
+    from envscope.policy.formats import FormatTable
 
 __all__ = ["BuildMemo", "CleanValues", "FormatMemo", "MemoKey", "same_objects"]
 
@@ -159,30 +159,9 @@ class CleanValues:
         self.table = table
         self.owner = owner
 
-    def search(
-        self, values: Sequence[str], formats: Callable[[str], CredentialFormat | None]
-    ) -> dict[int, CredentialFormat]:
-        """The format each value holds, by position (a clean value has none); remembers the clean.
-
-        ``formats`` searches with ``table`` (its ``find``). The values not known
-        clean are searched once, joined; only when that finds a format are they
-        searched one by one.
-        """
-        known = self.known_clean
-        unknown = [i for i, value in enumerate(values) if value not in known]
-        found: dict[int, CredentialFormat] = {}
-        if len(unknown) == 1:
-            fmt = formats(values[unknown[0]])
-            if fmt is not None:
-                found[unknown[0]] = fmt
-        elif unknown and formats("\x00".join([values[i] for i in unknown])) is not None:
-            for i in unknown:
-                fmt = formats(values[i])
-                if fmt is not None:
-                    found[i] = fmt
-        clean = values if not found else [v for i, v in enumerate(values) if i not in found]
-        self.owner.remember(self.table, frozenset(clean))
-        return found
+    def remember(self, values: frozenset[str]) -> None:
+        """The owner keeps ``values`` (this build's clean ones) in place of the last build's."""
+        self.owner.remember(self.table, values)
 
     def __repr__(self) -> str:
         return f"CleanValues({len(self.known_clean)} values)"  # a count, never a value

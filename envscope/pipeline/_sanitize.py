@@ -68,7 +68,6 @@ class SanitizeOptions:
     introduced: frozenset[str] = frozenset()  # upper-cased: vectors the launch's sources put in
     launch_env: Entries = field(default_factory=dict)
     strip_secret_values: bool = True
-    managed_names: frozenset[str] = frozenset()  # upper-cased: a surface policy never drops one
     managed: Mapping[str, str] = field(default_factory=dict)  # the managed file's entries
     # On the mcp surface ``extra`` is the server's env block: the operator's grant.
     extra_is_block: bool = False
@@ -255,11 +254,8 @@ def _filter_base(entries: Entries, options: SanitizeOptions, trace: Trace) -> En
     introduced, not inherited: it is dropped too, unless the entry is the managed
     file's own (its key and value: the administrator's value replaced the source's).
     """
-    base_filter, managed_names, introduced = (
-        options.base_filter,
-        options.managed_names,
-        options.introduced,
-    )
+    base_filter, introduced = options.base_filter, options.introduced
+    managed_names = {k.upper() for k in options.managed}  # a surface policy never drops one
     out: Entries = {}
     for idx, item in entries.items():
         up = item[0].upper()

@@ -228,7 +228,6 @@ def _sanitize_options(
             else stages.to_entries(request.snapshot, fold=False)
         ),
         strip_secret_values=options.strip_value_aliases,
-        managed_names=frozenset(map(norm, request.managed)),
         managed=request.managed,
         extra_is_block=surface is Surface.MCP,
         grant=request.granted,

@@ -392,9 +392,9 @@ class SecretRule:
 
         A declared secret that occurs in none of the values (one substring search
         over them all) is not looked for value by value, nor is a credential
-        format (one search of the format table over them all). With ``clean``,
-        the format table searches only the values still undecided that the
-        owner's last build did not find clean (``CleanValues.search``).
+        format (one search of the format table over the values still undecided).
+        With ``clean``, that search skips the values the owner's last build found
+        clean, and the owner keeps this build's.
         """
         joined = "\x00".join(value for _, value in items)
         host = self._host.present_in(joined)
@@ -410,21 +410,15 @@ class SecretRule:
         formats = self._formats
         if formats is None:
             return out
-        if self._clean is not None:
-            safe = self._known_safe
-            todo = [
-                i
-                for i, (key, _) in enumerate(items)
-                if out[i] is None and not (safe and key.upper() in safe)
-            ]
-            shapes = self._clean.search([items[i][1] for i in todo], formats)
-            for j, fmt in shapes.items():
-                i = todo[j]
-                out[i] = self._shape_match(items[i][0], fmt)
-        elif formats(joined) is not None:
-            for i, (key, value) in enumerate(items):
-                if out[i] is None:
-                    out[i] = self.shape(key, value)
+        safe, clean = self._known_safe, self._clean
+        todo = [i for i, (key, _) in enumerate(items) if out[i] is None and key.upper() not in safe]
+        values = [items[i][1] for i in todo]
+        known = frozenset() if clean is None else clean.known_clean
+        shapes = _formats_in(values, known, formats)
+        for j, fmt in shapes.items():
+            out[todo[j]] = self._shape_match(items[todo[j]][0], fmt)
+        if clean is not None:  # this build's clean values, in place of the last build's
+            clean.remember(frozenset(v for j, v in enumerate(values) if j not in shapes))
         return out
 
     def public(self, match: SecretMatch) -> str:
@@ -452,3 +446,22 @@ class SecretRule:
     def __repr__(self) -> str:
         names = sorted({m.name for d in (self._host, self._scope) for m in d.by_value.values()})
         return f"SecretRule(routed={self.routed}, secrets={names!r})"  # names, never values
+
+
+def _formats_in(
+    values: Sequence[str], known: frozenset[str], formats: Callable[[str], CredentialFormat | None]
+) -> dict[int, CredentialFormat]:
+    """The format each value holds, by position, skipping the ``known`` clean ones.
+
+    The others are searched once, joined ("\\x00" ends every run of token
+    characters); only when that search finds a format is each searched alone.
+    """
+    unknown = [i for i, value in enumerate(values) if value not in known]
+    if not unknown:
+        return {}
+    first = formats("\x00".join([values[i] for i in unknown]))
+    if first is None:
+        return {}
+    if len(unknown) == 1:
+        return {unknown[0]: first}  # the joined text was that one value
+    return {i: fmt for i in unknown if (fmt := formats(values[i])) is not None}
