@@ -17,14 +17,11 @@ import cProfile
 import os
 import pstats
 import tempfile
-import time
 from pathlib import Path
 
 import envscope
 from benchmarks.workloads import make_w1
 from envscope import Catalog
-
-SETTLE_S = 3.5  # the racy window (3 s) and a margin: the manifests are settled
 
 
 def main() -> int:
@@ -32,8 +29,8 @@ def main() -> int:
     catalog = Catalog.default()
     root = os.path.dirname(envscope.__file__)
     with tempfile.TemporaryDirectory(prefix="envscope-walk-") as tmp:
-        w1, _ = make_w1(Path(tmp), catalog)
-        time.sleep(SETTLE_S)
+        w1, tree = make_w1(Path(tmp), catalog)
+        tree.settle()  # past the racy window: the build must not rescan its manifests
         host = w1.host(catalog)
         base = dict(w1.environ)
         with host.routed(w1.profiles[0]):

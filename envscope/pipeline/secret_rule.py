@@ -418,7 +418,7 @@ class SecretRule:
         for j, fmt in shapes.items():
             out[todo[j]] = self._shape_match(items[todo[j]][0], fmt)
         if clean is not None:  # this build's clean values, in place of the last build's
-            clean.remember(frozenset(v for j, v in enumerate(values) if j not in shapes))
+            clean.remember(frozenset([v for j, v in enumerate(values) if j not in shapes]))
         return out
 
     def public(self, match: SecretMatch) -> str:
