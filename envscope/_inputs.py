@@ -133,16 +133,20 @@ def build_arguments(
     passthrough: Iterable[str],
     grant: Iterable[str],
     flags: Mapping[str, object],
-) -> tuple[tuple[str, ...], frozenset[str], dict[str, str]]:
-    """A build's arguments checked: its flags, passthrough names, grants, ``extra``.
+    resolved: Iterable[str] = (),
+) -> tuple[tuple[str, ...], frozenset[str], dict[str, str], frozenset[str]]:
+    """A build's arguments checked: its flags, passthrough names, grants, ``extra``, ``resolved``.
 
     A grant names an exact key of ``extra``: one ``extra`` does not hold is a
     ``PassthroughRefusedError`` (whether the key may pass is the build's secret
-    rule's to say, at stage 4).
+    rule's to say, at stage 4). ``resolved`` names exact keys of ``extra`` too
+    (an MCP block's entries the host resolved): one ``extra`` lacks is a
+    ``ConfigurationError``.
     """
     check_flags(flags)
     names = name_list(passthrough, "passthrough", allow_empty=True)
     granted = frozenset(name_list(grant, "grant"))
+    references = frozenset(name_list(resolved, "resolved"))
     extras = coerce_extra(extra)
     if granted:
         missing = sorted(granted - set(extras))
@@ -150,7 +154,10 @@ def build_arguments(
             raise PassthroughRefusedError(
                 missing[0], "grant names a key that extra does not hold (it can never pass)"
             )
-    return names, granted, extras
+    stray = sorted(references - set(extras))
+    if stray:
+        raise ConfigurationError(f"resolved: {stray[0]!r} is not a key of extra")
+    return names, granted, extras, references
 
 
 def coerce_extra(extra: Mapping[str, object] | None) -> dict[str, str]:
@@ -193,7 +200,7 @@ def env_entries(
             raise error(f"<a {type(key).__name__}>", "a name must be a string")
         # the key as shown: escaped when it holds a lone surrogate, cut at its first "="
         escaped = key if encodable(key) else key.encode("utf-8", "backslashreplace").decode()
-        shown = escaped.partition("=")[0]
+        shown = shown_key(escaped)
         if escaped is not key:
             raise error(shown, "the name holds a lone surrogate (no child env can carry it)")
         if not parent and not valid_name(key):
@@ -211,6 +218,16 @@ def env_entries(
             raise error(shown, "value holds a lone surrogate (no child env can carry it)")
         out[key] = text
     return out
+
+
+def shown_key(key: str) -> str:
+    """A key as a message or a trace may show it: cut at its first ``=`` (``NAME=…``).
+
+    A name that holds ``=`` is no environment name; what follows the ``=`` of
+    a docker-style ``NAME=value`` entry is a value, and a value is never shown.
+    """
+    name, sep, _ = key.partition("=")
+    return f"{name}=…" if sep else key
 
 
 def encodable(text: str) -> bool:

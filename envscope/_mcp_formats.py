@@ -56,6 +56,9 @@ class McpServerConfig:
     ``where`` is the server's field path in its format (``servers.github``),
     ``env_fields`` the field path each env key came from (the env block, an
     ``envFile``, ``env_vars``/``env_keys``), ``command_field`` that of the command.
+    ``resolved`` holds the env keys whose value the reader resolved rather than
+    the operator typed: a ``${…}`` reference anywhere in it, an ``envFile`` entry,
+    a forwarded name. ``env_file`` is the ``envFile`` read (its absolute path).
     """
 
     name: str
@@ -68,6 +71,8 @@ class McpServerConfig:
     format: McpFormat = McpFormat.CLAUDE
     env_fields: Mapping[str, str] = field(default_factory=dict)
     command_field: str = ""
+    resolved: frozenset[str] = frozenset()
+    env_file: str | None = None
 
     def __repr__(self) -> str:
         keys = sorted(self.env)  # the env block's names, never its values
@@ -301,6 +306,10 @@ class _Reading:
     def resolve(self, value: str, at: _At) -> str:
         return value if self.expand is None else self.expand(value, self.environ, at)
 
+    def interpolates(self, value: str) -> bool:
+        """True when ``resolve`` reads something into ``value`` (a ``${…}`` reference)."""
+        return self.expand is not None and bool(_references(value))
+
 
 @dataclass(frozen=True, slots=True)
 class _Shape:
@@ -329,13 +338,17 @@ def _stdio_entry(name: str, doc: Mapping[str, Any], shape: _Shape, r: _Reading) 
     cwd = None if cwd is None else r.resolve(cwd, at.child("cwd"))
     env: dict[str, str] = {}
     fields: dict[str, str] = {}
+    resolved: set[str] = set()  # the keys whose value the operator did not type
+    env_file = None
     if shape.env_file:
-        env_file = _optional_string(doc, "envFile", at)
-        if env_file is not None:
-            loaded = _read_env_file(r.resolve(env_file, at.child("envFile")), r, at)
+        given_file = _optional_string(doc, "envFile", at)
+        if given_file is not None:
+            env_file = _env_file_path(r.resolve(given_file, at.child("envFile")), r)
+            loaded = _read_env_file(env_file, r, at)
             for key, value in loaded.items():
                 env[_env_key(key, at.child("envFile"))] = value
                 fields[key] = f"{at.field}.envFile.{key}"
+                resolved.add(key)
     if shape.forwarded is not None:
         for i, key in enumerate(_names(doc, shape.forwarded, at)):
             where = _At(r.path, f"{at.field}.{shape.forwarded}[{i}]")
@@ -345,6 +358,7 @@ def _stdio_entry(name: str, doc: Mapping[str, Any], shape: _Shape, r: _Reading) 
                 raise where.error(f"{key} is not set in the host environment")
             env[key] = r.environ[key]
             fields[key] = where.field
+            resolved.add(key)
     raw_env = doc.get(shape.env)
     block = _mapping({} if raw_env is None else raw_env, at.child(shape.env), "a mapping")
     for key, value in block.items():
@@ -352,19 +366,28 @@ def _stdio_entry(name: str, doc: Mapping[str, Any], shape: _Shape, r: _Reading) 
         key = _env_key(key, here)
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise here.child(key).error(f"must be a string or a number, not {type(value).__name__}")
-        env[key] = r.resolve(str(value), here.child(key))  # the block wins over envFile
+        text = str(value)
+        env[key] = r.resolve(text, here.child(key))  # the block wins over envFile
         fields[key] = here.child(key).field
+        if r.interpolates(text):
+            resolved.add(key)
+        else:
+            resolved.discard(key)  # the operator's literal replaces an envFile's value
     return McpServerConfig(
         name, command, args, env, cwd, r.path, shape.top, shape.fmt,
-        MappingProxyType(fields), at.child(shape.command).field,
+        MappingProxyType(fields), at.child(shape.command).field, frozenset(resolved), env_file,
     )  # fmt: skip
 
 
-def _read_env_file(where: str, r: _Reading, at: _At) -> dict[str, str]:
-    """An ``envFile`` through envscope's one dotenv reader, relative to the config's directory."""
+def _env_file_path(where: str, r: _Reading) -> str:
+    """An ``envFile``'s absolute path, relative to the config's directory."""
+    return os.path.join(os.path.dirname(os.path.abspath(r.path)), os.path.expanduser(where))
+
+
+def _read_env_file(target: str, r: _Reading, at: _At) -> dict[str, str]:
+    """An ``envFile`` through envscope's one dotenv reader (``${VAR}`` read from ``r.environ``)."""
     from envscope.files._dotenv import read_dotenv
 
-    target = os.path.join(os.path.dirname(os.path.abspath(r.path)), os.path.expanduser(where))
     failure: ConfigFileError | None = None
     try:
         return read_dotenv(target, environ=r.environ, missing_ok=False)

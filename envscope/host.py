@@ -345,6 +345,7 @@ class Host:
         scrub: bool = True,
         trace: Trace | None = None,
         grant: Sequence[str] = (),
+        resolved: Sequence[str] = (),
     ) -> dict[str, str]:
         """Build one child env: strip residue → overlay scope → managed keys → sanitise.
 
@@ -354,6 +355,10 @@ class Host:
         operator's grant to that one server: its names pass as configured,
         except a value that holds a secret the host holds (unless the key is
         in ``grant``), an injection vector, or an exported shell function.
+        ``resolved`` names block keys whose value the host resolved (a
+        ``${NAME}`` reference, an ``envFile``, a forwarded name) rather than the
+        operator typed: such a value is the host's, never an operator literal, so
+        a credential format in it is refused unless granted (``mcp`` only).
         """
         surface = surface_of(surface)
         check_trace(trace)
@@ -362,7 +367,11 @@ class Host:
             "strip_launch_profile": strip_launch_profile,
             "scrub": scrub,
         }
-        passthrough, granted, extras = build_arguments(extra, passthrough, grant, flags)
+        passthrough, granted, extras, references = build_arguments(
+            extra, passthrough, grant, flags, resolved
+        )
+        if references and surface is not Surface.MCP:
+            raise ConfigurationError("resolved: names keys of an MCP server's env block (mcp only)")
         process = copy_env(self._environ, "environ")  # checked when the build runs
         snapshot = process if base is None else copy_env(base)
         if not scrub:
@@ -371,7 +380,7 @@ class Host:
         request = self._request(
             snapshot, None if base is None else process, extras, surface=surface,
             inherit_credentials=inherit_credentials, strip_launch_profile=strip_launch_profile,
-            passthrough=passthrough, granted=granted,
+            passthrough=passthrough, granted=granted, resolved=references,
         )  # fmt: skip
         binding = request.binding
         memo = self._memo if binding is None else binding.memo
@@ -391,6 +400,7 @@ class Host:
         strip_launch_profile: bool = True,
         passthrough: tuple[str, ...] = (),
         granted: frozenset[str] = frozenset(),
+        resolved: frozenset[str] = frozenset(),
     ) -> BuildRequest:
         """Everything one build in this context reads (the manifest stamp checked on the way)."""
         binding = self._binding.get()
@@ -413,6 +423,7 @@ class Host:
             passthrough=passthrough,
             extras=extras,
             granted=granted,
+            resolved=resolved,
             snapshot=snapshot,
             process=process,
             supplied=self._supplied(binding) if surface.is_allowlist else None,
@@ -512,7 +523,7 @@ class Host:
         self, surface: Surface | str, extra: Mapping[str, object] | None, inherit: bool
     ) -> BuildRequest:
         """The request a build in this context would make (no base, no passthrough, no grant)."""
-        _, _, extras = build_arguments(extra, (), (), {"inherit_credentials": inherit})
+        _, _, extras, _ = build_arguments(extra, (), (), {"inherit_credentials": inherit})
         process = snapshot_env(self._environ, "environ")
         return self._request(
             process, None, extras, surface=surface_of(surface), inherit_credentials=inherit

@@ -100,13 +100,16 @@ def stdio_server_parameters(
     passthrough: Sequence[str] = (),
     trace: Trace | None = None,
     sdk_defaults: SdkDefaults = "refuse",
+    resolved: Sequence[str] = (),
 ) -> StdioServerParameters:
     """The SDK's ``StdioServerParameters`` for one server, its env built by ``host``.
 
     ``env`` is the server's configured env block (the operator's grant);
     ``grant`` names block keys whose value may equal a secret the host
-    holds. Built for the home bound with ``host.routed(...)`` in this
-    context, else the launch home.
+    holds; ``resolved`` names block keys whose value the host resolved (a
+    ``${NAME}`` reference, an ``envFile``), not the operator's literal. Built
+    for the home bound with ``host.routed(...)`` in this context, else the
+    launch home.
     """
     stdio = _sdk()
     if not isinstance(command, str) or not command:
@@ -115,7 +118,12 @@ def stdio_server_parameters(
     if sdk_defaults not in ("refuse", "allow"):
         raise ConfigurationError("sdk_defaults: must be 'refuse' or 'allow'")
     child = host.build_subprocess_env(
-        surface=Surface.MCP, extra=env, grant=grant, passthrough=passthrough, trace=trace
+        surface=Surface.MCP,
+        extra=env,
+        grant=grant,
+        passthrough=passthrough,
+        trace=trace,
+        resolved=resolved,
     )
     added = sdk_added_names(child)
     if added and sdk_defaults == "refuse":
@@ -309,6 +317,7 @@ def load_server_parameters(
     rule = host.secret_rule(surface=Surface.MCP)
     out: dict[str, StdioServerParameters] = {}
     for name, server in servers.items():
+        _check_env_file(host, server)
         _check_argv(rule, server)
         record = Trace() if trace is None else trace
         start = len(record)
@@ -322,10 +331,42 @@ def load_server_parameters(
             passthrough=passthrough,
             sdk_defaults=sdk_defaults,
             trace=record,
+            resolved=tuple(server.resolved),
         )
         _check_refusals(list(record)[start:], server, lenient=lenient)
         out[name] = params
     return out
+
+
+def _inside(path: str, folder: str) -> bool:
+    """True when ``path`` is ``folder`` or below it (both real paths)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _check_env_file(host: Host, server: McpServerConfig) -> None:
+    """An ``envFile`` is read from the bound home or the config's folder, never another home.
+
+    Compared as real paths (a symlink is where it points): a file inside the
+    launch home, when the build is for another home, is that profile's and is
+    refused; so is one outside both the bound home and the config's own folder
+    (the folder holding its ``.vscode``/``.cursor`` directory, or the file).
+    """
+    if server.env_file is None:
+        return
+    real = os.path.realpath(server.env_file)
+    target = host.bound_home() or host.launch_home
+    config = os.path.dirname(os.path.realpath(server.path))
+    if os.path.basename(config) in (".vscode", ".cursor"):
+        config = os.path.dirname(config)
+    refused = None
+    if target != host.launch_home and _inside(real, host.launch_home):
+        refused = "is in the launch home; a routed server never reads the launch profile's files"
+    elif not (_inside(real, target) or _inside(real, config)):
+        refused = "is outside the bound home and the config's folder (another profile's file?)"
+    if refused is not None:
+        raise ConfigFileError(
+            server.path, f"refused: the envFile {real} {refused}", field=f"{server.where}.envFile"
+        )
 
 
 def _check_argv(rule: SecretRule, server: McpServerConfig) -> None:
@@ -361,6 +402,12 @@ def _check_refusals(
             message = (
                 "refused: the value holds a secret the host holds; grant the key to this "
                 "server to pass it (load_server_parameters(grants=...))"
+            )
+        elif decision.reason is Reason.VALUE_SHAPE:
+            message = (
+                f"refused: the value {decision.note or 'holds a credential format'}, read from "
+                "the host (a reference, an envFile, a forwarded name), not typed in the config; "
+                "grant the key to this server to pass it (load_server_parameters(grants=...))"
             )
         field = server.field_of(key)
         if not field.endswith(f".{key}"):  # a forwarded name (env_vars[0]): say which

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from envscope._inputs import shown_key
 from envscope.errors import ConfigurationError, EnvscopeError
 from envscope.policy._declarations import Origin, Problem
 from envscope.policy._reasons import RESIDUE_REASONS, SECRET_REASONS, Action, Reason, Stage
@@ -171,7 +172,13 @@ class Trace:
         *,
         value: str | None = None,
     ) -> None:
-        """Append one decision (``value`` is only fingerprinted, never stored)."""
+        """Append one decision (``value`` is only fingerprinted, never stored).
+
+        A key that holds ``=`` is recorded cut there (``shown_key``): what follows
+        is a value.
+        """
+        if "=" in key:
+            key = shown_key(key)
         digest = None
         if value is not None and self._fingerprint is not None:
             digest = self._fingerprint(key, value)

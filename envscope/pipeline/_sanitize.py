@@ -67,11 +67,11 @@ class SanitizeOptions:
     refuse: Callable[[str], bool] | None = None  # injection vectors extras/passthrough may not add
     introduced: frozenset[str] = frozenset()  # upper-cased: vectors the launch's sources put in
     launch_env: Entries = field(default_factory=dict)
-    strip_secret_values: bool = True
     managed: Mapping[str, str] = field(default_factory=dict)  # the managed file's entries
     # On the mcp surface ``extra`` is the server's env block: the operator's grant.
     extra_is_block: bool = False
     grant: frozenset[str] = frozenset()  # exact spellings of extra keys received as given
+    resolved: frozenset[str] = frozenset()  # block keys the host resolved: not the operator's
 
     def __repr__(self) -> str:
         return "SanitizeOptions(...)"  # holds values: never shown
@@ -102,7 +102,7 @@ def sanitize(
     _strip_tiers(out, options, admitted, trace)
     _resolve_passthrough(out, options, trace)
     forced = _unwrap_forced(out, options, trace)
-    if options.strip_secret_values:
+    if options.rule.strip_values:
         _strip_secret_values(out, options, admitted, forced, trace)
     if options.drop_shell_functions:
         functions = [idx for idx, (_, value) in out.items() if value.startswith("()")]
@@ -131,14 +131,19 @@ class _Admitted:
     ``extra``'s value: it passes whatever its tier and whatever secret it holds
     (a secret source's credential excepted). ``block``: an MCP server's env block
     entry as configured: it passes whatever its tier, and a value that holds a
-    secret the host holds is still refused.
+    secret the host holds is still refused. ``literal``: the block entries the
+    operator typed (not ``resolved`` by the host): only they may hold a value of
+    a credential format.
     """
 
-    __slots__ = ("block", "granted")
+    __slots__ = ("block", "granted", "literal")
 
-    def __init__(self, granted: frozenset[str], block: frozenset[str]) -> None:
+    def __init__(
+        self, granted: frozenset[str], block: frozenset[str], literal: frozenset[str]
+    ) -> None:
         self.granted = granted
         self.block = block
+        self.literal = literal
 
     def by_name(self, idx: str) -> bool:
         return idx in self.granted or idx in self.block
@@ -165,13 +170,16 @@ def _admitted(out: Entries, options: SanitizeOptions) -> _Admitted:
             )
     granted = frozenset(index(key, fold) for key in options.grant)
     block: frozenset[str] = frozenset()
+    literal: frozenset[str] = frozenset()
     if options.extra_is_block:
-        block = frozenset(
-            index(key, fold)
+        given = [
+            key
             for key, value in extra.items()
             if out.get(index(key, fold)) == (key, value) and not rule.is_ungrantable(key)
-        )
-    return _Admitted(granted, block)
+        ]
+        block = frozenset(index(key, fold) for key in given)
+        literal = frozenset(index(key, fold) for key in given if key not in options.resolved)
+    return _Admitted(granted, block, literal)
 
 
 def _strip_secret_values(
@@ -197,8 +205,8 @@ def _strip_secret_values(
     for (idx, (key, value)), match in zip(entries, matches, strict=True):
         if match is None or key.upper() in pinned:
             continue
-        if match.shape and (idx in admitted.block or idx in admitted.granted):
-            continue  # the operator's literal, or the caller's grant (DESIGN.md §4a)
+        if match.shape and (idx in admitted.literal or idx in admitted.granted):
+            continue  # the operator's literal (never a value the host resolved), or a grant
         if idx in admitted.granted:
             if match.grade is Grade.SOURCE:
                 raise PassthroughRefusedError(

@@ -33,12 +33,9 @@ from envscope.policy._declarations import OriginKind, norm
 from envscope.policy.surfaces import BaseFilter, Surface, mcp_allowlist
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from envscope.pipeline._binding import Binding
     from envscope.pipeline._memo import BuildMemo, FormatMemo
     from envscope.policy._declarations import Origin
-    from envscope.policy.formats import CredentialFormat
 
 __all__ = [
     "BuildRequest",
@@ -162,15 +159,13 @@ def secret_rule(request: BuildRequest, formats: FormatMemo | None = None) -> Sec
     ``formats`` is the memo owner's: the rule searches the current format table
     and skips the values the owner found clean under that very table.
     """
-    from envscope.policy.formats import find_format, format_table  # with a host's first build
+    from envscope.policy.formats import format_table  # with a host's first build
 
-    find: Callable[[str], CredentialFormat | None] | None = None
-    clean = None
+    table = clean = None
     if request.options.strip_value_aliases:
-        find = find_format
-        if formats is not None:  # one table searches and keys what is remembered
-            table = format_table()
-            find, clean = table.find, formats.under(table)
+        table = format_table()  # one table searches and keys what is remembered
+        if formats is not None:
+            clean = formats.under(table)
 
     surface, binding, routed = request.surface, request.binding, request.routed
     surface_policy = request.options.surface_policies.get(surface)
@@ -188,9 +183,10 @@ def secret_rule(request: BuildRequest, formats: FormatMemo | None = None) -> Sec
         scope=None if binding is None else binding.scope,
         own=own_values(binding) if routed else None,
         ungrantable=request.ungrantable,
-        formats=find,
+        formats=table,
         known_safe=request.options.known_safe,
         clean=clean,
+        strip_values=request.options.strip_value_aliases,
     )
 
 
@@ -227,10 +223,10 @@ def _sanitize_options(
             if not fold or not passthrough
             else stages.to_entries(request.snapshot, fold=False)
         ),
-        strip_secret_values=options.strip_value_aliases,
         managed=request.managed,
         extra_is_block=surface is Surface.MCP,
         grant=request.granted,
+        resolved=request.resolved,
         fold=fold,
     )
 

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 
     from envscope.pipeline._memo import CleanValues
     from envscope.policy._secret_policy import SecretPolicy
-    from envscope.policy.formats import CredentialFormat
+    from envscope.policy.formats import CredentialFormat, FormatTable
 
 __all__ = [
     "MIN_SECRET_LENGTH",
@@ -129,6 +129,10 @@ class _Secrets:
         self.longest_first: list[str] = []
 
     def add(self, value: str, match: SecretMatch) -> None:
+        """Remember a secret as consumers read it (trimmed); the stricter match of a value wins."""
+        value = value.strip()
+        if len(value) < MIN_SECRET_LENGTH:
+            return
         old = self.by_value.get(value)
         if old is None or match.grade > old.grade:
             self.by_value[value] = match
@@ -144,11 +148,13 @@ class _Secrets:
         return present
 
     def find(self, value: str) -> SecretMatch | None:
-        whole = self.by_value.get(value)
+        """The secret ``value`` is (both trimmed) or holds, longest first."""
+        read = value.strip()
+        whole = self.by_value.get(read)
         if whole is not None:
             return whole
         for secret in self.longest_first:
-            if len(secret) < len(value) and secret in value:
+            if len(secret) < len(read) and secret in read:
                 return _inside(self.by_value[secret])
         return None
 
@@ -174,6 +180,7 @@ class SecretRule:
         "_ungrantable",
         "inherit_credentials",
         "routed",
+        "strip_values",
     )
 
     def __init__(
@@ -189,9 +196,10 @@ class SecretRule:
         scope: Mapping[str, str] | None = None,
         own: Mapping[str, frozenset[str]] | None = None,
         ungrantable: frozenset[str] = frozenset(),
-        formats: Callable[[str], CredentialFormat | None] | None = None,
+        formats: FormatTable | None = None,
         known_safe: frozenset[str] = frozenset(),
         clean: CleanValues | None = None,
+        strip_values: bool = True,
     ) -> None:
         """Collect the secret values of one context.
 
@@ -201,16 +209,19 @@ class SecretRule:
         an MCP block) and a surface policy's ``set``, ``scope`` the routed
         profile's scope and ``own`` its own values (upper-cased name → values).
         ``ungrantable`` are the upper-cased names of secret sources' credentials.
-        ``formats`` finds a credential format in a value (``policy.formats.find_format``;
+        ``formats`` is the credential format table (``policy.formats.format_table()``;
         None: no format is a secret); ``known_safe`` names (upper-cased) the
         operator lets keep one. ``clean`` is the memo owner's values known to
         hold no format under the table ``formats`` searches (``_memo``):
         ``find_in`` searches only the others, and remembers this build's.
+        ``strip_values=False`` (``Host(strip_value_aliases=False)``): no value is a
+        secret value for this child; names are still denied.
         """
         self._policy = policy
         self._launch_policy = None if launch_policy is policy else launch_policy
         self.routed = routed
         self.inherit_credentials = inherit_credentials
+        self.strip_values = strip_values
         self._own = {} if own is None else own
         self._ungrantable = ungrantable
         self._formats = formats
@@ -239,8 +250,8 @@ class SecretRule:
             for key, value in values.items():
                 self._collect_host(key, value, launch=False)
         for key, value in ({} if scope is None else scope).items():
-            if len(value) >= MIN_SECRET_LENGTH:
-                decl = policy.declaration(key)
+            if len(value.strip()) >= MIN_SECRET_LENGTH:
+                decl = policy.declaration(key.strip())  # a key is the name it spells
                 if decl is not None:
                     grade = _tier_grade(decl, inherit_credentials, ungrantable)
                     if grade is not None:
@@ -251,14 +262,15 @@ class SecretRule:
         self._scope.seal()
 
     def _collect_host(self, key: str, value: str, *, launch: bool) -> None:
-        if not launch and len(value) < MIN_SECRET_LENGTH:
+        short = len(value.strip()) < MIN_SECRET_LENGTH
+        if not launch and short:
             return
         decl = self.declaration(key)
         if decl is None:
             return
         if launch:  # the launch process's value of a declared name: a launch credential
-            self._launch_pairs.add((decl.name, value))
-        if len(value) < MIN_SECRET_LENGTH:
+            self._launch_pairs.add((decl.name, value.strip()))
+        if short:
             return
         grade = _tier_grade(decl, self.inherit_credentials, self._ungrantable)
         if grade is None and launch:
@@ -307,7 +319,8 @@ class SecretRule:
 
     def is_launch_credential(self, name: str, value: str) -> bool:
         """True when, routed, ``name=value`` is the launch process's value of a declared name."""
-        return (name.upper(), value) in self._launch_pairs and not self.is_own(name, value)
+        pair = (name.strip().upper(), value.strip())
+        return pair in self._launch_pairs and not self.is_own(name, value)
 
     def refuses_forcing(self, name: str, value: str) -> bool:
         """True when the force prefix may not hand ``name=value`` to this child.
@@ -338,7 +351,7 @@ class SecretRule:
 
     def is_own(self, key: str, value: str) -> bool:
         """True when ``key=value`` is the routed profile's own scope value."""
-        return value in self._own.get(key.upper(), ())
+        return value in self._own.get(key.strip().upper(), ())
 
     def find(self, value: str, *, own: bool = False) -> SecretMatch | None:
         """The secret this value is or contains (whole first), or None.
@@ -346,7 +359,7 @@ class SecretRule:
         ``own``: the value is the routed profile's own, compared with the scope's
         secrets only.
         """
-        if len(value) < MIN_SECRET_LENGTH:
+        if len(value.strip()) < MIN_SECRET_LENGTH:
             return None
         found = self._scope.find(value)
         if found is not None or own:
@@ -362,24 +375,39 @@ class SecretRule:
         that inherits credentials, a model provider's format under a catalog name
         of that provider.
         """
+        if not self.strip_values:
+            return None
         found = self.find(value, own=self.is_own(key, value))
         return found if found is not None else self.shape(key, value)
 
     def shape(self, key: str, value: str) -> SecretMatch | None:
         """The credential format ``value`` holds that this child may not keep, or None."""
         formats = self._formats
-        if formats is None or key.upper() in self._known_safe:
+        if formats is None or key.strip().upper() in self._known_safe:
             return None
-        fmt = formats(value)
-        return None if fmt is None else self._shape_match(key, fmt)
+        fmt = formats.find(value)
+        return None if fmt is None else self._shape_match(key, value, fmt)
 
-    def _shape_match(self, key: str, fmt: CredentialFormat) -> SecretMatch | None:
-        """``shape`` for a value found to hold ``fmt`` (under a name that is not known safe)."""
-        own_provider = fmt.provider is not None and (
-            self._policy.catalog.provider_of(key) == fmt.provider
-        )
-        if own_provider and self.inherit_credentials:
-            return None  # a credentialed child's own provider key
+    def _shape_match(self, key: str, value: str, fmt: CredentialFormat) -> SecretMatch | None:
+        """``shape`` for ``value``, found to hold ``fmt`` first (its name not known safe).
+
+        A child that inherits credentials keeps a model provider's key under a
+        catalog name of that provider, when that key is the whole value (trimmed):
+        the exemption covers that key, never a second credential beside it.
+        """
+        provider = self._policy.catalog.provider_of(key.strip())
+        if self.inherit_credentials and provider is not None:
+            assert self._formats is not None  # a format was found with it
+            read = value.strip()
+            others = [
+                found
+                for found, start, end in self._formats.spans(read)
+                if not (found.provider == provider and (start, end) == (0, len(read)))
+            ]
+            if not others:
+                return None  # a credentialed child's own provider key, the whole value
+            fmt = others[0]
+        own_provider = fmt.provider is not None and provider == fmt.provider
         from envscope.policy.formats import FORMATS_SOURCE  # loaded: ``formats`` is its
 
         origin = Origin(
@@ -402,7 +430,7 @@ class SecretRule:
         out: list[SecretMatch | None] = []
         for key, value in items:
             found = None
-            if len(value) >= MIN_SECRET_LENGTH:
+            if len(value.strip()) >= MIN_SECRET_LENGTH:
                 found = scope.find(value)
                 if found is None and not self.is_own(key, value):
                     found = host.find(value)
@@ -411,12 +439,17 @@ class SecretRule:
         if formats is None:
             return out
         safe, clean = self._known_safe, self._clean
-        todo = [i for i, (key, _) in enumerate(items) if out[i] is None and key.upper() not in safe]
+        todo = [
+            i
+            for i, (key, _) in enumerate(items)
+            if out[i] is None and key.strip().upper() not in safe
+        ]
         values = [items[i][1] for i in todo]
         known = frozenset() if clean is None else clean.known_clean
-        shapes = _formats_in(values, known, formats)
+        shapes = _formats_in(values, known, formats.find)
         for j, fmt in shapes.items():
-            out[todo[j]] = self._shape_match(items[todo[j]][0], fmt)
+            key, value = items[todo[j]]
+            out[todo[j]] = self._shape_match(key, value, fmt)
         if clean is not None:  # this build's clean values, in place of the last build's
             clean.remember(frozenset([v for j, v in enumerate(values) if j not in shapes]))
         return out

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from envscope.errors import CatalogError
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterator, Mapping
 
 __all__ = [
     "FORMATS_SOURCE",
@@ -169,6 +169,17 @@ class FormatTable:
 
     def find(self, value: str) -> CredentialFormat | None:
         """The first format found anywhere in ``value`` (its checksum passing), or None."""
+        for fmt, _, _ in self.spans(value):
+            return fmt
+        return None
+
+    def spans(self, value: str) -> Iterator[tuple[CredentialFormat, int, int]]:
+        """Each format found in ``value``, left to right: ``(format, start, end)``.
+
+        A URL whose userinfo holds a token of another row is that row's match
+        (it names the credential better); a match is searched for again past
+        the end of the one before.
+        """
         search = self.regex.search
         pos = 0
         while (m := search(value, pos)) is not None:
@@ -177,14 +188,16 @@ class FormatTable:
             run = ""
             if fmt.run_before is not None:
                 run = _run_before(value, start, fmt.run_before)
-            if (fmt.run_before is None or run) and _passes(fmt, m.group(), run):
-                if fmt.prefix != _URL_PREFIX:
-                    return fmt
+            if not ((fmt.run_before is None or run) and _passes(fmt, m.group(), run)):
+                pos = start + 1
+                continue
+            found = (fmt, start, m.end())
+            if fmt.prefix == _URL_PREFIX:
                 # A URL's userinfo: the token inside it, if any, names the credential better.
                 inner = self.find(value[start + len(fmt.prefix) : m.end()])
-                return fmt if inner is None else inner
-            pos = start + 1
-        return None
+                found = found if inner is None else (inner, start, m.end())
+            yield found
+            pos = max(m.end(), start + 1)
 
 
 _Node = dict[str, "_Node | list[int]"]

@@ -66,7 +66,7 @@ def _rule(
         POLICY,
         inherit_credentials=inherit,
         launch_values=({} if launch is None else launch,),
-        formats=table.find,
+        formats=table,
         known_safe=known_safe,
         clean=None if owner is None else owner.under(table),
     )

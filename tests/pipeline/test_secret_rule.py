@@ -288,12 +288,12 @@ def test_find_in_equals_secret_in_value_by_value(
     from envscope import Catalog
     from envscope.pipeline.secret_rule import SecretRule
     from envscope.policy._secret_policy import build_policy
-    from envscope.policy.formats import find_format
+    from envscope.policy.formats import format_table
 
     rule = SecretRule(
         build_policy(Catalog.default()),
         inherit_credentials=inherit,
         launch_values=({"OPENAI_API_KEY": SECRET, "GITHUB_TOKEN": "ghp_fake-host-token-0001"},),
-        formats=find_format,
+        formats=format_table(),
     )
     assert rule.find_in(items) == [rule.secret_in(k, v) for k, v in items]

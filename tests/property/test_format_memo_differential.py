@@ -64,7 +64,7 @@ def _rule(inherit: bool, known_safe: frozenset[str], owner: FormatMemo | None) -
         POLICY,
         inherit_credentials=inherit,
         launch_values=(LAUNCH,),
-        formats=table.find,
+        formats=table,
         known_safe=known_safe,
         clean=None if owner is None else owner.under(table),
     )
