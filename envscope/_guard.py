@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from envscope._inputs import snapshot_env
 from envscope.errors import ConfigurationError, SpawnBlockedError
+from envscope.pipeline.decision import decide, describe
+from envscope.policy._layers import Layer
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -137,15 +139,15 @@ def offences(host: Host, env: Mapping[str, str], *, implicit: bool) -> list[str]
     secret value at all. Each entry is ``KEY`` or ``KEY (the value of NAME)``.
     """
     rule = host.secret_rule(inherit_credentials=not implicit)
+    # the process env is a base; an explicit env's names are the host code's own
+    layer = Layer.BASE if implicit else Layer.SPAWN
     found: list[str] = []
     for key, value in env.items():
-        decl = rule.denies(key, value) if implicit else None
-        if decl is not None:
-            found.append(key)
-            continue
-        match = rule.secret_in(key, value)
-        if match is not None and (implicit or not host.admitted(key, value)):
-            found.append(rule.describe(key, match))
+        if not implicit and host.admitted(key, value):
+            continue  # a build handed it over as given (a grant, an MCP block entry)
+        verdict = decide(rule, key, value, layer)
+        if verdict is not None and verdict.withheld:
+            found.append(describe(rule, key, verdict))
     return sorted(found)
 
 

@@ -376,7 +376,7 @@ def _check_argv(rule: SecretRule, server: McpServerConfig) -> None:
     if server.cwd is not None:
         values.append((f"{server.where}.cwd", server.cwd))
     for (field, _), match in zip(values, rule.find_in(values), strict=True):
-        if match is not None:
+        if match is not None and match.exemption is None:
             raise ConfigFileError(
                 server.path,
                 f"refused: holds the value of {rule.public(match)}; a command line is readable "

@@ -36,8 +36,10 @@ from typing import Any, Protocol
 import pytest
 
 from envscope.host import Host
+from envscope.pipeline.decision import decide, describe
 from envscope.pipeline.stages import FORCE_PREFIX
-from envscope.policy._declarations import Tier, norm
+from envscope.policy._declarations import norm
+from envscope.policy._layers import Layer
 
 __all__ = [
     "LAUNCH",
@@ -216,9 +218,9 @@ def assert_no_secrets(
 ) -> None:
     """Fail naming every key of ``env`` that holds what a child must not get (never a value).
 
-    Asks the host's one secret rule (``Host.secret_rule``) for the context of
-    ``home`` (default: the bound home, else the launch home): a name the rule
-    denies this child (Tier 1, or Tier 2 unless ``inherit_credentials``; under
+    Asks the one decision (``pipeline.decision.decide``, on the host's secret rule
+    for the context of ``home``: default the bound home, else the launch home):
+    a name the rule denies this child (Tier 1, or Tier 2 unless ``inherit_credentials``; under
     routing the launch home's policy too), any key still starting with
     ``_ENVSCOPE_FORCE_``, and any key whose value is, or holds, a secret value
     of 8 characters or more the rule knows (the host's environ, its launch
@@ -240,25 +242,9 @@ def assert_no_secrets(
             continue
         if host.admitted(key, value):
             continue
-        decl = rule.denies(key, value)
-        if decl is not None:
-            why = (
-                "Tier 1"
-                if decl.tier is Tier.TIER1
-                else "Tier 2, child does not inherit credentials"
-            )
-            leaks.append(f"{key} ({why})")
-            continue
-        match = rule.secret_in(key, value)
-        if match is not None:
-            what = (
-                "holds a credential format:"
-                if match.shape
-                else "value of"
-                if match.whole
-                else ("holds the value of")
-            )
-            leaks.append(f"{key} ({what} {match.name})")
+        verdict = decide(rule, key, value, Layer.BASE)
+        if verdict is not None and verdict.withheld:
+            leaks.append(describe(rule, key, verdict))
     if leaks:
         count = f"{len(leaks)} {'key' if len(leaks) == 1 else 'keys'}"
         raise AssertionError(f"child env leaks {count}: {', '.join(leaks)}")

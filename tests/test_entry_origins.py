@@ -106,7 +106,7 @@ def test_stdio_server_parameters_takes_the_keys_the_host_resolved(
     assert params.env is not None
     assert ("TOKEN" in params.env) is (not resolved)
     decision = trace.final()["TOKEN"]
-    assert decision.reason is (Reason.VALUE_SHAPE if resolved else Reason.CALLER_EXTRA)
+    assert decision.reason is (Reason.VALUE_SHAPE if resolved else Reason.OPERATOR_LITERAL)
 
 
 @pytest.mark.parametrize("surface", NOT_MCP)

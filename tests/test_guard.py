@@ -92,7 +92,7 @@ SPAWNS: dict[str, Callable[[dict[str, str] | None], int]] = {
 def test_inherited_env_with_a_host_secret(
     host: Host, caplog: pytest.LogCaptureFixture, spawn: str, mode: str
 ) -> None:
-    """S56: an inherited env holding a Tier 1 secret is blocked (raise), warned once, or runs."""
+    """An inherited env holding a Tier 1 secret is blocked (raise), warned once, or runs."""
     envscope.guard(host, mode=mode)  # type: ignore[arg-type]
     caplog.set_level(logging.WARNING, logger="envscope.guard")
     if mode == "raise":
@@ -116,7 +116,7 @@ def test_inherited_env_with_a_host_secret(
 def test_env_built_by_envscope_runs_under_raise(
     host: Host, caplog: pytest.LogCaptureFixture, spawn: str, surface: str
 ) -> None:
-    """S56: the same spawn with an env built by envscope runs, on every surface, unlogged."""
+    """The same spawn with an env built by envscope runs, on every surface, unlogged."""
     envscope.guard(host, mode="raise")
     assert SPAWNS[spawn](host.build_subprocess_env(surface=surface)) == 0
     assert not [r for r in caplog.records if r.name == "envscope.guard"]
@@ -223,8 +223,9 @@ def test_env_of_each_spawn_event(
     [
         (False, {"K": BOT}, False, ["K (the value of TELEGRAM_BOT_TOKEN)"]),
         (False, {"OPENAI_API_KEY": OPENAI}, False, []),  # a credentialed child's own key
-        (False, {"OPENAI_API_KEY": OPENAI}, True, ["OPENAI_API_KEY"]),
-        (False, {"TELEGRAM_BOT_TOKEN": "short"}, True, ["TELEGRAM_BOT_TOKEN"]),  # by name
+        (False, {"OPENAI_API_KEY": OPENAI}, True,
+         ["OPENAI_API_KEY (Tier 2, child does not inherit credentials)"]),
+        (False, {"TELEGRAM_BOT_TOKEN": "short"}, True, ["TELEGRAM_BOT_TOKEN (Tier 1)"]),  # by name
         (False, {"TELEGRAM_BOT_TOKEN": "short"}, False, []),  # an explicit env: values only
         (False, {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_literal_0000000"}, False, []),
         (True, {"OPENAI_API_KEY": OPENAI}, False, ["OPENAI_API_KEY"]),  # a launch credential

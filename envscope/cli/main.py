@@ -27,8 +27,10 @@ from envscope.cli.config import HostConfig, find_config, load_config
 from envscope.errors import EnvscopeError, SnapshotError
 from envscope.files._fs import RealFileSystem
 from envscope.host import Host, home_identity
+from envscope.pipeline.decision import decide
 from envscope.pipeline.secret_rule import SecretRule
 from envscope.policy._declarations import Problem
+from envscope.policy._layers import Layer
 from envscope.policy.surfaces import Surface
 from envscope.tools import _report
 from envscope.tools._snapshot import MAX_SNAPSHOT_BYTES, parse_snapshot
@@ -165,18 +167,17 @@ def _layout(choice: str, stream: Any) -> _report.Layout:
 def _masker(built: Built, snap: dict[str, Any]) -> Callable[[str], bool]:
     """Whether ``--show-values`` must mask a key's value: the build's secret rule says so.
 
-    Masked: a name the rule denies this child, and any key whose value is, or
-    holds, a secret value of the build (``Host.secret_rule``: the rule the
-    factory applied).
+    Masked: what the one decision (``pipeline.decision.decide``, on the rule the
+    factory applied) finds a secret in, withheld or kept by an exemption: a
+    denied name, a value that is or holds a secret value or a credential format.
     """
     del snap
     rule = built.rule
 
     def must_mask(key: str) -> bool:
-        value = built.values.get(key)
-        if rule.denies(key, value) is not None:
-            return True
-        return value is not None and rule.secret_in(key, value) is not None
+        value = built.values.get(key, "")  # a key of the trace only: its name decides
+        verdict = decide(rule, key, value, Layer.BASE)
+        return verdict is not None and verdict.secret
 
     return must_mask
 

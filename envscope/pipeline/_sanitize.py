@@ -1,12 +1,12 @@
-"""Stage 4 of a build (DESIGN.md §3): sanitise, a pure function like the others.
+"""Stage 4 of a build: sanitise, a pure function like the others.
 
-Merge the caller's explicit values, strip Tier 1 always and Tier 2 unless
-credentials are inherited (an MCP server's env block is the operator's
-grant), resolve passthrough names, unwrap force-prefixed extras (never to
-Tier 1), strip every value that is or holds a secret this child may not receive
-(the build's ``SecretRule`` answers both "declared?" and "secret?") and, for MCP
-children, exported shell functions; no force-prefixed key survives. Stages 1
-to 3 and the block check are in ``envscope.pipeline.stages``.
+Merge the caller's explicit values (each key in its layer), resolve passthrough
+names, unwrap force-prefixed extras (never to Tier 1), then give every entry its
+one verdict (``decision.decide_all``: Tier 1 always, Tier 2 unless credentials
+are inherited, every value that is or holds a secret this child may not
+receive, each exemption named) and, for MCP children, drop exported shell
+functions; no force-prefixed key survives. Stages 1 to 3 and the block check
+are in ``envscope.pipeline.stages``.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 from envscope.audit.trace import NULL_TRACE, Action, Reason, Stage
 from envscope.errors import ConfigurationError, PassthroughRefusedError
-from envscope.pipeline.secret_rule import Grade
+from envscope.pipeline.decision import CALLER_ORIGIN, decide_all
 from envscope.pipeline.stages import (
-    CALLER_ORIGIN,
     FORCE_PREFIX,
     Entries,
+    Entry,
     from_entries,
     index,
     is_forced,
@@ -29,10 +29,11 @@ from envscope.pipeline.stages import (
     spellings,
     without_refused,
 )
-from envscope.policy._declarations import Origin, OriginKind, Tier, norm
+from envscope.policy._declarations import Origin, OriginKind, norm
+from envscope.policy._layers import Layer
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
 
     from envscope.audit.trace import Trace
     from envscope.pipeline.secret_rule import SecretRule
@@ -80,34 +81,33 @@ class SanitizeOptions:
 def sanitize(
     entries: Entries, options: SanitizeOptions, *, trace: Trace = NULL_TRACE
 ) -> dict[str, str]:
-    """Stage 4: allowlist, merge extras, strip tiers, passthrough, unwrap, secret values.
+    """Stage 4: allowlist, merge extras, passthrough, unwrap, then one verdict per entry.
 
     Order: (a) drop base keys the surface's filter rejects (the MCP
     allowlist, a surface policy's inherit/include/exclude); (b) drop
     force-prefixed keys of the base (never unwrapped); (c) merge the surface
-    policy's ``set`` values, then the caller's ``extra``, then ``pinned``;
-    (d) strip Tier 1 always and Tier 2 unless credentials are inherited
-    (a granted key and an MCP server's block entry pass as given); (e)
-    resolve passthrough names from ``passthrough_source`` (a declared name is
-    a ``PassthroughRefusedError``); (f) unwrap the caller's force-prefixed
-    extras, never to a Tier 1 name; (g) strip every value that is or holds a
-    secret this child may not receive; (h) drop exported shell functions
-    where asked; (i) last, drop any force-prefixed key whatever put it
-    there: none reaches a child.
+    policy's ``set`` values, then the caller's ``extra`` (each key in its
+    layer: a grant, an MCP block's literal or resolved entry, or plain
+    ``extra``), then the child's home; a grant the merge did not keep as given
+    is a ``PassthroughRefusedError``; (d) resolve passthrough names from
+    ``passthrough_source`` (a declared name is a ``PassthroughRefusedError``);
+    (e) unwrap the caller's force-prefixed extras, never to a Tier 1 name;
+    (f) ``decision.decide_all``: each entry's verdict (its tier, the secret its
+    value is or holds, and the named exemption that keeps it), each recorded;
+    (g) drop exported shell functions where asked; (h) last, drop any
+    force-prefixed key whatever put it there: none reaches a child.
     """
     _check_block(options)
     out = _filter_base(entries, options, trace)
     _merge(out, options, trace)
-    admitted = _admitted(out, options)
-    _strip_tiers(out, options, admitted, trace)
+    _check_grants(out, options)
     _resolve_passthrough(out, options, trace)
-    forced = _unwrap_forced(out, options, trace)
-    if options.rule.strip_values:
-        _strip_secret_values(out, options, admitted, forced, trace)
+    _unwrap_forced(out, options, trace)
+    _decide(out, options, trace)
     if options.drop_shell_functions:
-        functions = [idx for idx, (_, value) in out.items() if value.startswith("()")]
+        functions = [idx for idx, (_, value, _) in out.items() if value.startswith("()")]
         _drop(out, functions, Reason.SHELL_FUNCTION, trace)
-    forced_keys = [idx for idx, (key, _) in out.items() if is_forced(key.upper())]
+    forced_keys = [idx for idx, (key, _, _) in out.items() if is_forced(key.upper())]
     _drop(out, forced_keys, Reason.FORCE_PREFIX_IN_BASE, trace)
     return from_entries(out)
 
@@ -124,33 +124,25 @@ def _check_block(options: SanitizeOptions) -> None:
             )
 
 
-class _Admitted:
-    """Indexes of the merged entries that hold a value the caller hands over as given.
+def _caller_layers(options: SanitizeOptions) -> dict[str, Layer]:
+    """The layer of each key of ``extra`` that is not plain ``EXTRA``.
 
-    ``granted``: a key of ``extra`` named in ``grant`` (its exact spelling), holding
-    ``extra``'s value: it passes whatever its tier and whatever secret it holds
-    (a secret source's credential excepted). ``block``: an MCP server's env block
-    entry as configured: it passes whatever its tier, and a value that holds a
-    secret the host holds is still refused. ``literal``: the block entries the
-    operator typed (not ``resolved`` by the host): only they may hold a value of
-    a credential format.
+    A key ``grant`` names is a ``GRANT``; on the ``mcp`` surface a block entry is
+    the operator's ``MCP_LITERAL``, or ``MCP_REFERENCE`` when the host resolved
+    it (``resolved``); a block key naming a secret source's credential is plain
+    ``EXTRA`` (never granted, so its tier applies).
     """
-
-    __slots__ = ("block", "granted", "literal")
-
-    def __init__(
-        self, granted: frozenset[str], block: frozenset[str], literal: frozenset[str]
-    ) -> None:
-        self.granted = granted
-        self.block = block
-        self.literal = literal
-
-    def by_name(self, idx: str) -> bool:
-        return idx in self.granted or idx in self.block
+    layers = dict.fromkeys(options.grant, Layer.GRANT)
+    if options.extra_is_block:
+        rule, resolved = options.rule, options.resolved
+        for key in options.extra:
+            if key not in layers and not rule.is_ungrantable(key):
+                layers[key] = Layer.MCP_REFERENCE if key in resolved else Layer.MCP_LITERAL
+    return layers
 
 
-def _admitted(out: Entries, options: SanitizeOptions) -> _Admitted:
-    """What the caller hands over as given; a grant that can never pass is an error.
+def _check_grants(out: Entries, options: SanitizeOptions) -> None:
+    """A grant that can never pass is an error.
 
     A grant of a secret source's credential (the rule's word), or of a key the
     merge did not keep as given (a force-prefixed key, an injection vector the
@@ -162,91 +154,37 @@ def _admitted(out: Entries, options: SanitizeOptions) -> _Admitted:
             raise PassthroughRefusedError(
                 key, "grant refused: a secret source's credential is never grantable"
             )
-        if out.get(index(key, fold)) != (key, extra[key]):
+        if out.get(index(key, fold)) != (key, extra[key], Layer.GRANT):
             raise PassthroughRefusedError(
                 key,
                 "grant refused: the build does not hand this key over as given (a force-"
                 "prefixed key, an injection vector, or another spelling of it won)",
             )
-    granted = frozenset(index(key, fold) for key in options.grant)
-    block: frozenset[str] = frozenset()
-    literal: frozenset[str] = frozenset()
-    if options.extra_is_block:
-        given = [
-            key
-            for key, value in extra.items()
-            if out.get(index(key, fold)) == (key, value) and not rule.is_ungrantable(key)
-        ]
-        block = frozenset(index(key, fold) for key in given)
-        literal = frozenset(index(key, fold) for key in given if key not in options.resolved)
-    return _Admitted(granted, block, literal)
 
 
-def _strip_secret_values(
-    out: Entries,
-    options: SanitizeOptions,
-    admitted: _Admitted,
-    forced: Collection[str],
-    trace: Trace,
-) -> None:
-    """Stage 4 (g): remove every key whose value is, or holds, a secret this child may not get.
+def _decide(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
+    """Stage 4 (f): one verdict per entry (``decision.decide_all``), each recorded.
 
-    Decided after every filter, by value, so no filter can hide the original
-    (DESIGN.md §3). A granted key keeps its value (unless it is a secret
-    source's credential: a ``PassthroughRefusedError``); a forced hand-over keeps a
-    Tier 2 credential; the pinned home variable is the child's own.
+    Decided after every filter, by name and by value, so no filter can hide
+    the original; what keeps an entry the rule would withhold is named.
     """
-    rule = options.rule
-    if not rule:
-        return
-    pinned = {k.upper() for k in options.pinned}
-    entries = list(out.items())
-    matches = rule.find_in([item for _, item in entries])
-    for (idx, (key, value)), match in zip(entries, matches, strict=True):
-        if match is None or key.upper() in pinned:
+    items = list(out.items())
+    verdicts = decide_all(options.rule, [entry for _, entry in items])
+    for (idx, (key, value, _)), verdict in zip(items, verdicts, strict=True):
+        if verdict is None:
             continue
-        if match.shape and (idx in admitted.literal or idx in admitted.granted):
-            continue  # the operator's literal (never a value the host resolved), or a grant
-        if idx in admitted.granted:
-            if match.grade is Grade.SOURCE:
-                raise PassthroughRefusedError(
-                    key,
-                    f"grant refused: the value holds {rule.public(match)}, a secret source's "
-                    "credential (never grantable, under any key)",
-                )
-            reason = Reason.GRANTED
-            trace.record(key, Action.KEPT, Stage.SANITIZE, reason, CALLER_ORIGIN, value=value)
-            continue
-        if key.upper() in forced and rule.forced_keeps(match):
-            continue  # the caller's forced hand-over (the rule says which secrets it may hand)
-        del out[idx]
-        if match.shape:
-            note = f"holds a {match.name} credential"
-            trace.record(
-                key, Action.STRIPPED, Stage.SANITIZE, Reason.VALUE_SHAPE, match.origin, note,
-                value=value,
-            )  # fmt: skip
-        else:  # the trace is the host's: it names the secret, never its value
-            name = match.name
-            note = f"{'same value as' if match.whole else 'holds the value of'} {name}"
-            if idx in admitted.block:
-                verb = "is" if match.whole else "holds"
-                note = f"the value {verb} the host's {name}; grant it to pass"
-            trace.record(
-                key,
-                Action.STRIPPED,
-                Stage.SANITIZE,
-                Reason.ALIAS_OF,
-                match.origin,
-                note,
-                value=value,
-            )
+        action = Action.KEPT
+        if verdict.withheld:
+            del out[idx]
+            action = Action.STRIPPED
+        reason, origin, note = verdict.reason, verdict.origin, verdict.note
+        trace.record(key, action, Stage.SANITIZE, reason, origin, note, value=value)
 
 
 def _drop(out: Entries, indexes: Iterable[str], reason: Reason, trace: Trace) -> None:
     """Remove these indexes from ``out``, each recorded."""
     for idx in indexes:
-        key, value = out.pop(idx)
+        key, value, _ = out.pop(idx)
         trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
 
 
@@ -279,7 +217,7 @@ def _filter_base(entries: Entries, options: SanitizeOptions, trace: Trace) -> En
                 rejected = None
             if rejected is not None:
                 origin = None if rejected is Reason.NOT_ALLOWLISTED else base_filter.origin
-                key, value = item
+                key, value, _ = item
                 trace.record(key, Action.STRIPPED, Stage.SANITIZE, rejected, origin, value=value)
                 continue
             if base_filter.included(up):
@@ -324,11 +262,13 @@ def _merge(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
             note = "the Windows default (inherit none or core; Codex does the same)"
             reason = Reason.SURFACE_SET
             trace.record(key, Action.ADDED, Stage.EXTRA, reason, set_origin, note, value=value)
-        put_layer(out, defaults, fold)
-    put_layer(out, options.surface_set, fold, record_set)
+        put_layer(out, defaults, fold, layer=Layer.SURFACE_SET)
+    put_layer(out, options.surface_set, fold, record_set, layer=Layer.SURFACE_SET)
     unforced = {k: v for k, v in _extra(options, trace).items() if not is_forced(k.upper())}
-    put_layer(out, unforced, fold, record_extra)  # forced keys are unwrapped at (f)
-    put_layer(out, options.pinned, fold, record_pinned)
+    layers = _caller_layers(options)
+    # forced keys are unwrapped at (e)
+    put_layer(out, unforced, fold, record_extra, layer=Layer.EXTRA, layers=layers)
+    put_layer(out, options.pinned, fold, record_pinned, layer=Layer.HOME_VAR)
 
 
 def _extra(options: SanitizeOptions, trace: Trace) -> Mapping[str, str]:
@@ -336,25 +276,6 @@ def _extra(options: SanitizeOptions, trace: Trace) -> Mapping[str, str]:
     if options.refuse is None:
         return options.extra
     return without_refused(options.extra, options.refuse, Stage.EXTRA, trace)
-
-
-def _strip_tiers(out: Entries, options: SanitizeOptions, admitted: _Admitted, trace: Trace) -> None:
-    """Stage 4 (d): Tier 1 always, Tier 2 unless credentials are inherited (the rule's word)."""
-    rule = options.rule
-    for idx, (key, value) in list(out.items()):
-        decl = rule.declaration(key, value)
-        if decl is None:
-            continue
-        if admitted.by_name(idx):
-            reason = Reason.SERVER_GRANT if idx in admitted.block else Reason.GRANTED
-            trace.record(key, Action.KEPT, Stage.SANITIZE, reason, CALLER_ORIGIN, value=value)
-        elif not rule.withholds(decl, value):
-            reason = Reason.TIER2_INHERITED
-            trace.record(key, Action.KEPT, Stage.SANITIZE, reason, decl.origin, value=value)
-        else:
-            del out[idx]
-            reason = Reason.TIER1 if decl.tier is Tier.TIER1 else Reason.TIER2
-            trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, decl.origin, value=value)
 
 
 def _resolve_passthrough(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
@@ -391,30 +312,28 @@ def _resolve_passthrough(out: Entries, options: SanitizeOptions, trace: Trace) -
             continue
         given = extra.get(up)
         # any spelling the process holds counts: a repeat of a launch value never wins
-        launch = [v for k, v in options.launch_env.values() if k.upper() == up]
+        launch = [v for k, v, _ in options.launch_env.values() if k.upper() == up]
         if given is not None and given not in launch:
             continue  # the caller's own value wins
         found = [source[i] for i in spellings(source, up, fold)]
         if found:
             remove_spellings(out, (up,), fold)
-            for key, value in found:
+            for entry in found:  # it keeps its source's layer (the routed scope's, routed)
+                key, value, _ = entry
                 reason = Reason.PASSTHROUGH
                 trace.record(key, Action.ADDED, Stage.SANITIZE, reason, CALLER_ORIGIN, value=value)
-                out[index(key, fold)] = (key, value)
+                out[index(key, fold)] = entry
         else:
             for idx in spellings(out, up, fold):
-                key, value = out.pop(idx)
+                key, value, _ = out.pop(idx)
                 reason = Reason.PASSTHROUGH_NOT_IN_SCOPE
                 trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
 
 
-def _unwrap_forced(out: Entries, options: SanitizeOptions, trace: Trace) -> list[str]:
-    """Stage 4 (f): ``_ENVSCOPE_FORCE_X`` → ``X``, never to a Tier 1 or force-prefixed name,
-    nor (routed) with the launch process's own value of a declared name.
-
-    Returns the upper-cased names it handed over.
+def _unwrap_forced(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
+    """Stage 4 (e): ``_ENVSCOPE_FORCE_X`` → ``X`` (a ``FORCED`` entry), never to a Tier 1 or
+    force-prefixed name, nor (routed) with the launch process's own value of a declared name.
     """
-    handed: list[str] = []
     for key, value in _extra(options, NULL_TRACE).items():
         if not is_forced(key.upper()):
             continue
@@ -433,14 +352,18 @@ def _unwrap_forced(out: Entries, options: SanitizeOptions, trace: Trace) -> list
             target, Action.ADDED, Stage.SANITIZE, Reason.FORCED, CALLER_ORIGIN, value=value
         )
         remove_spellings(out, (up,), options.fold)
-        out[index(target, options.fold)] = (target, value)
-        handed.append(up)
-    return handed
+        out[index(target, options.fold)] = (target, value, Layer.FORCED)
 
 
-def _managed(options: SanitizeOptions, item: tuple[str, str], up: str) -> bool:
-    """True when this entry is the managed file's: its key (name, where names fold) and value."""
-    key, value = item
+def _managed(options: SanitizeOptions, item: Entry, up: str) -> bool:
+    """True when this entry is the managed file's: its key (name, where names fold) and value.
+
+    A stage 3 entry says so by its layer; a build that is not routed has the
+    managed values in its base (the launch applied them), compared here.
+    """
+    key, value, layer = item
+    if layer is Layer.MANAGED:
+        return True
     if not options.fold:
         return options.managed.get(key) == value
     return any(v == value and k.upper() == up for k, v in options.managed.items())

@@ -30,6 +30,7 @@ from envscope.pipeline._residue_rule import ResidueRule
 from envscope.pipeline._sanitize import SanitizeOptions, sanitize
 from envscope.pipeline.secret_rule import SecretRule
 from envscope.policy._declarations import OriginKind, norm
+from envscope.policy._layers import Layer
 from envscope.policy.surfaces import BaseFilter, Surface, mcp_allowlist
 
 if TYPE_CHECKING:
@@ -206,7 +207,11 @@ def _sanitize_options(
         extra=request.extras,
         passthrough=tuple(passthrough),
         passthrough_source=(
-            None if not passthrough else stages.to_entries(scope, fold=fold) if routed else entries
+            None
+            if not passthrough
+            else stages.to_entries(scope, fold=fold, layer=Layer.SCOPE)
+            if routed
+            else entries
         ),
         base_filter=_base_filter(request),
         drop_shell_functions=surface is Surface.MCP,

@@ -1,18 +1,18 @@
-"""``SecretRule``: the one answer to "is this name declared for this child" and "is this
-value a secret this child may not receive" (DESIGN.md §3, "One rule, one place").
+"""``SecretRule``: what is declared for this child, and which values are secrets it
+may not receive; ``decision.decide`` decides each entry on it (one rule, one place).
 
 One rule is made per build context (the bound home, routed or not, the surface's
 credential inheritance) from the policies the build consults (the target's and,
 under routing, the launch home's) and the values the host knows. The factory
 (stages 1 and 4), the runtime guard, the MCP config loader and grant check, the
-CLI's masking and ``envscope.testing`` all ask a ``SecretRule``; none of them keeps
-its own copy of either answer.
+CLI's masking and ``envscope.testing`` all ask it (through ``decision.decide``
+where an entry is decided); none of them keeps its own copy of either answer.
 
 **Names.** ``declaration(name, value)`` is the stricter declaration of the
 target's and (routed) the launch home's policy; a routed profile's own value
 answers to the target's policy only (the launch home's plugin secret is not the
-routed profile's). ``denies(name, value)`` is that declaration when this child
-may not receive the name: Tier 1 always, Tier 2 unless credentials are inherited.
+routed profile's). ``withholds(decl, value)`` says whether this child may not
+receive a name so declared: Tier 1 always, Tier 2 unless credentials are inherited.
 
 **Values.** A *secret value* is the value (8 characters or more) of any name a
 policy of the build declares, whatever its suffix or shape, that this child may
@@ -30,12 +30,15 @@ not receive:
 (a URL's userinfo or path, ``Bearer …``, quotes, whitespace, a list): whole
 first, then inside. A routed profile's own value is compared only with the
 scope's secrets, so a profile cannot learn which of its guesses equals a launch
-secret (no oracle). Else, a value of a credential format (DESIGN.md §4a,
-``policy.formats``) is a secret for every child, except under a ``known_safe``
-name and, for a child that inherits credentials, a model provider's key under a
-catalog name of that provider (``shape``). Each secret has a ``Grade`` that says
-what may still hand it over: a grant (``HOST``), also the force prefix
-(``CREDENTIAL``), or nothing (``SOURCE``: a secret source's credential).
+secret (no oracle). Values are compared as consumers read them: trimmed of
+surrounding whitespace and line ends, the 8-character floor on the trimmed
+value. Else, a value of a credential format (``policy.formats``) is a secret for
+every child; a match the rule keeps itself carries its ``Exemption``: a
+``known_safe`` name and, for a child that inherits credentials, a model
+provider's key under a catalog name of that provider as the whole value
+(``shape``). Each secret has a ``Grade`` that says what may still hand it over:
+a grant (``HOST``), also the force prefix (``CREDENTIAL``), or nothing
+(``SOURCE``: a secret source's credential).
 ``find_in`` answers ``secret_in`` for a build's values in one pass; given the
 memo owner's ``CleanValues`` (``_memo``), the format table searches only
 the values the owner's last build did not find clean.
@@ -48,14 +51,22 @@ the host's and its auditor's: it names the secret's key, never its value.
 
 from __future__ import annotations
 
-import enum
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from envscope.pipeline._secret_values import (
+    MIN_SECRET_LENGTH,
+    Exemption,
+    Grade,
+    SecretMatch,
+    Secrets,
+    formats_in,
+    stricter_declaration,
+    tier_grade,
+)
 from envscope.policy._declarations import Declaration, Origin, OriginKind, Tier
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
 
     from envscope.pipeline._memo import CleanValues
     from envscope.policy._secret_policy import SecretPolicy
@@ -68,99 +79,6 @@ __all__ = [
     "SecretRule",
     "stricter_declaration",
 ]
-
-MIN_SECRET_LENGTH = 8
-"""Shorter values are never secret values: they collide with ordinary values by chance."""
-
-
-class Grade(enum.IntEnum):
-    """What may still hand a secret value to a child (higher: stricter)."""
-
-    CREDENTIAL = 1  # a Tier 2 credential this child does not inherit: a grant or the force prefix
-    HOST = 2  # a Tier 1 secret or a routed child's launch credential: only a grant
-    SOURCE = 3  # a secret source's own credential: nothing, under any key
-
-
-@dataclass(frozen=True, slots=True, repr=False)
-class SecretMatch:
-    """A secret found in a value: whose it is, how strict, whether it is the whole value.
-
-    ``shape`` is set for a value of a credential format (DESIGN.md §4a): ``name``
-    is then the format's name, and ``own_provider`` says the key is a catalog
-    name of that format's model provider.
-    """
-
-    name: str  # the declared name whose value it is (upper-cased), or the format's name
-    origin: Origin
-    grade: Grade
-    whole: bool
-    launch: bool  # the launch profile's secret, read by a routed build
-    shape: bool = False
-    own_provider: bool = False
-
-    def __repr__(self) -> str:
-        return f"SecretMatch(name={self.name!r}, grade={self.grade.name}, whole={self.whole})"
-
-
-def stricter_declaration(decl: Declaration | None, other: Declaration | None) -> Declaration | None:
-    """The stricter of two declarations of one name (Tier 1 wins; else the first given)."""
-    if other is None or (decl is not None and decl.tier is Tier.TIER1):
-        return decl
-    if decl is None or other.tier is Tier.TIER1:
-        return other
-    return decl
-
-
-def _tier_grade(decl: Declaration, inherit: bool, ungrantable: frozenset[str]) -> Grade | None:
-    if decl.name in ungrantable:
-        return Grade.SOURCE
-    if decl.tier is Tier.TIER1:
-        return Grade.HOST
-    return None if inherit else Grade.CREDENTIAL
-
-
-class _Secrets:
-    """One domain's secret values: value → match, and the values longest first (to search)."""
-
-    __slots__ = ("by_value", "longest_first")
-
-    def __init__(self) -> None:
-        self.by_value: dict[str, SecretMatch] = {}
-        self.longest_first: list[str] = []
-
-    def add(self, value: str, match: SecretMatch) -> None:
-        """Remember a secret as consumers read it (trimmed); the stricter match of a value wins."""
-        value = value.strip()
-        if len(value) < MIN_SECRET_LENGTH:
-            return
-        old = self.by_value.get(value)
-        if old is None or match.grade > old.grade:
-            self.by_value[value] = match
-
-    def seal(self) -> None:
-        self.longest_first = sorted(self.by_value, key=lambda v: (-len(v), v))
-
-    def present_in(self, text: str) -> _Secrets:
-        """The secrets that occur in ``text`` (one substring search each), as a domain."""
-        present = _Secrets()
-        present.longest_first = [s for s in self.longest_first if s in text]
-        present.by_value = {s: self.by_value[s] for s in present.longest_first}
-        return present
-
-    def find(self, value: str) -> SecretMatch | None:
-        """The secret ``value`` is (both trimmed) or holds, longest first."""
-        read = value.strip()
-        whole = self.by_value.get(read)
-        if whole is not None:
-            return whole
-        for secret in self.longest_first:
-            if len(secret) < len(read) and secret in read:
-                return _inside(self.by_value[secret])
-        return None
-
-
-def _inside(match: SecretMatch) -> SecretMatch:
-    return SecretMatch(match.name, match.origin, match.grade, False, match.launch)
 
 
 class SecretRule:
@@ -227,8 +145,8 @@ class SecretRule:
         self._formats = formats
         self._known_safe = known_safe
         self._clean = clean
-        self._host = _Secrets()
-        self._scope = _Secrets()
+        self._host = Secrets()
+        self._scope = Secrets()
         self._launch_pairs: set[tuple[str, str]] = set()  # routed: (NAME, value) the launch holds
         self._declared: dict[str, Declaration | None] = {}  # NAME -> the stricter declaration
         managed = {} if managed is None else managed
@@ -253,7 +171,7 @@ class SecretRule:
             if len(value.strip()) >= MIN_SECRET_LENGTH:
                 decl = policy.declaration(key.strip())  # a key is the name it spells
                 if decl is not None:
-                    grade = _tier_grade(decl, inherit_credentials, ungrantable)
+                    grade = tier_grade(decl, inherit_credentials, ungrantable)
                     if grade is not None:
                         self._scope.add(
                             value, SecretMatch(decl.name, decl.origin, grade, True, False)
@@ -272,7 +190,7 @@ class SecretRule:
             self._launch_pairs.add((decl.name, value.strip()))
         if short:
             return
-        grade = _tier_grade(decl, self.inherit_credentials, self._ungrantable)
+        grade = tier_grade(decl, self.inherit_credentials, self._ungrantable)
         if grade is None and launch:
             grade = Grade.HOST  # a routed child never gets the launch process's credentials
         if grade is not None:
@@ -299,20 +217,12 @@ class SecretRule:
         )
         return found
 
-    def denies(self, name: str, value: str | None = None) -> Declaration | None:
-        """The declaration that keeps ``name=value`` from this child, or None.
+    def withholds(self, decl: Declaration, value: str | None = None) -> bool:
+        """True when a name declared as ``decl`` may not reach this child with ``value``.
 
         Tier 1 always; Tier 2 unless credentials are inherited; under routing, the
         launch process's own value of a declared name too (a launch credential,
         whatever its length), unless it is also the routed profile's own.
-        """
-        decl = self.declaration(name, value)
-        return decl if decl is not None and self.withholds(decl, value) else None
-
-    def withholds(self, decl: Declaration, value: str | None = None) -> bool:
-        """True when a name declared as ``decl`` may not reach this child with ``value``.
-
-        ``denies`` for a declaration already looked up (stage 4 records a kept one).
         """
         inherited = decl.tier is Tier.TIER2 and self.inherit_credentials
         return not inherited or (value is not None and self.is_launch_credential(decl.name, value))
@@ -367,36 +277,41 @@ class SecretRule:
         return self._host.find(value)
 
     def secret_in(self, key: str, value: str) -> SecretMatch | None:
-        """The secret ``key=value`` is or holds that this child may not receive, or None.
+        """The secret ``key=value`` is or holds, or None (``decision.decide`` decides with it).
 
-        A declared secret value (whole first, then inside; a routed profile's own
-        value compared with its own secrets only), else a credential format
-        (``shape``): every child's, except a ``known_safe`` name and, for a child
-        that inherits credentials, a model provider's format under a catalog name
-        of that provider.
+        A declared secret value this child may not receive (whole first, then
+        inside; a routed profile's own value compared with its own secrets only),
+        else a credential format (``shape``): every child's, but a match the rule
+        keeps itself carries its ``exemption`` (a ``known_safe`` name; for a child
+        that inherits credentials, a model provider's key under a catalog name of
+        that provider, as the whole value).
         """
-        if not self.strip_values:
-            return None
         found = self.find(value, own=self.is_own(key, value))
         return found if found is not None else self.shape(key, value)
 
     def shape(self, key: str, value: str) -> SecretMatch | None:
-        """The credential format ``value`` holds that this child may not keep, or None."""
+        """The credential format ``value`` holds (its exemption set where one applies), or None."""
         formats = self._formats
-        if formats is None or key.strip().upper() in self._known_safe:
+        if formats is None:
             return None
         fmt = formats.find(value)
         return None if fmt is None else self._shape_match(key, value, fmt)
 
-    def _shape_match(self, key: str, value: str, fmt: CredentialFormat) -> SecretMatch | None:
-        """``shape`` for ``value``, found to hold ``fmt`` first (its name not known safe).
+    def _shape_match(self, key: str, value: str, fmt: CredentialFormat) -> SecretMatch:
+        """``shape`` for ``value``, found to hold ``fmt`` first.
 
-        A child that inherits credentials keeps a model provider's key under a
-        catalog name of that provider, when that key is the whole value (trimmed):
-        the exemption covers that key, never a second credential beside it.
+        Under a ``known_safe`` name the match is exempt (``KNOWN_SAFE``). A child
+        that inherits credentials keeps a model provider's key under a catalog
+        name of that provider (``PROVIDER_KEY``) when that key is the whole value
+        (trimmed): the exemption covers that key, never a second credential
+        beside it, which is the match then.
         """
-        provider = self._policy.catalog.provider_of(key.strip())
-        if self.inherit_credentials and provider is not None:
+        from envscope.policy.formats import FORMATS_SOURCE  # loaded: ``formats`` is its
+
+        name = key.strip().upper()
+        provider = self._policy.catalog.provider_of(name)
+        exemption = Exemption.KNOWN_SAFE if name in self._known_safe else None
+        if exemption is None and self.inherit_credentials and provider is not None:
             assert self._formats is not None  # a format was found with it
             read = value.strip()
             others = [
@@ -404,16 +319,17 @@ class SecretRule:
                 for found, start, end in self._formats.spans(read)
                 if not (found.provider == provider and (start, end) == (0, len(read)))
             ]
-            if not others:
-                return None  # a credentialed child's own provider key, the whole value
-            fmt = others[0]
+            if others:
+                fmt = others[0]
+            else:
+                exemption = Exemption.PROVIDER_KEY  # the provider's key is the whole value
         own_provider = fmt.provider is not None and provider == fmt.provider
-        from envscope.policy.formats import FORMATS_SOURCE  # loaded: ``formats`` is its
-
         origin = Origin(
             OriginKind.CATALOG, f"credential format {fmt.name} ({fmt.issuer})", path=FORMATS_SOURCE
         )
-        return SecretMatch(fmt.name, origin, Grade.HOST, False, False, True, own_provider)
+        return SecretMatch(
+            fmt.name, origin, Grade.HOST, False, False, True, own_provider, exemption
+        )
 
     def find_in(self, items: Sequence[tuple[str, str]]) -> list[SecretMatch | None]:
         """``secret_in`` for each ``(key, value)``, in order, in one pass for the lot.
@@ -438,15 +354,11 @@ class SecretRule:
         formats = self._formats
         if formats is None:
             return out
-        safe, clean = self._known_safe, self._clean
-        todo = [
-            i
-            for i, (key, _) in enumerate(items)
-            if out[i] is None and key.strip().upper() not in safe
-        ]
+        clean = self._clean
+        todo = [i for i, found in enumerate(out) if found is None]
         values = [items[i][1] for i in todo]
         known = frozenset() if clean is None else clean.known_clean
-        shapes = _formats_in(values, known, formats.find)
+        shapes = formats_in(values, known, formats.find)
         for j, fmt in shapes.items():
             key, value = items[todo[j]]
             out[todo[j]] = self._shape_match(key, value, fmt)
@@ -479,22 +391,3 @@ class SecretRule:
     def __repr__(self) -> str:
         names = sorted({m.name for d in (self._host, self._scope) for m in d.by_value.values()})
         return f"SecretRule(routed={self.routed}, secrets={names!r})"  # names, never values
-
-
-def _formats_in(
-    values: Sequence[str], known: frozenset[str], formats: Callable[[str], CredentialFormat | None]
-) -> dict[int, CredentialFormat]:
-    """The format each value holds, by position, skipping the ``known`` clean ones.
-
-    The others are searched once, joined ("\\x00" ends every run of token
-    characters); only when that search finds a format is each searched alone.
-    """
-    unknown = [i for i, value in enumerate(values) if value not in known]
-    if not unknown:
-        return {}
-    first = formats("\x00".join([values[i] for i in unknown]))
-    if first is None:
-        return {}
-    if len(unknown) == 1:
-        return {unknown[0]: first}  # the joined text was that one value
-    return {i: fmt for i in unknown if (fmt := formats(values[i])) is not None}

@@ -1,6 +1,7 @@
-"""The stages of a build (DESIGN.md §3), each a pure function; stage 4 is in ``_sanitize``.
+"""The stages of a build, each a pure function; stage 4 is in ``_sanitize``.
 
-Stages work on ``Entries``: index → (key as spelled, value). The index is
+Stages work on ``Entries``: index → ``(key as spelled, value, layer)``, the
+``Layer`` saying where the entry came from (``policy._layers``). The index is
 the upper-cased key when names *fold* (Windows, where the OS compares names
 case-insensitively: the output never holds two keys that differ only in
 case), and the key itself when they do not (POSIX: undeclared case twins such
@@ -21,16 +22,17 @@ from envscope.audit.trace import NULL_TRACE, Action, Reason, Stage, Trace
 from envscope.errors import EnvValueError
 from envscope.pipeline._residue_rule import ResidueRule
 from envscope.policy._declarations import Origin, OriginKind
+from envscope.policy._layers import Layer
 from envscope.policy._secret_policy import SecretPolicy
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Mapping, Sequence
 
 __all__ = [
-    "CALLER_ORIGIN",
     "FORCE_PREFIX",
     "MAX_VALUE_BYTES",
     "Entries",
+    "Entry",
     "apply_managed",
     "from_entries",
     "index",
@@ -46,9 +48,9 @@ __all__ = [
 ]
 
 FORCE_PREFIX = "_ENVSCOPE_FORCE_"
-Entries = dict[str, tuple[str, str]]
+Entry = tuple[str, str, Layer]  # (key as spelled, value, the layer it came from)
+Entries = dict[str, Entry]
 
-CALLER_ORIGIN = Origin(OriginKind.CALLER, "extra")  # where a caller's extra comes from
 MAX_VALUE_BYTES = 128 * 1024  # Linux MAX_ARG_STRLEN: one "KEY=value" string
 
 
@@ -57,15 +59,25 @@ def index(key: str, fold: bool) -> str:
     return key.upper() if fold else key
 
 
-def to_entries(env: Mapping[str, str], trace: Trace = NULL_TRACE, *, fold: bool) -> Entries:
-    """Index a mapping; when names fold, of keys equal ignoring case keep one.
+def to_entries(
+    env: Mapping[str, str],
+    trace: Trace = NULL_TRACE,
+    *,
+    fold: bool,
+    layer: Layer = Layer.BASE,
+    layers: Mapping[str, Layer] | None = None,
+) -> Entries:
+    """Index a mapping as entries of ``layer``; of keys equal ignoring case, folding keeps one.
 
-    Folding (Windows), the upper-case spelling wins when present, else the
-    first seen; every dropped spelling is recorded (``case-duplicate``).
-    Without folding (POSIX) every key is kept as spelled.
+    ``layers`` gives some keys a layer of their own (the caller's grants and
+    an MCP block's entries). Folding (Windows), the upper-case spelling wins
+    when present, else the first seen; every dropped spelling is recorded
+    (``case-duplicate``). Without folding (POSIX) every key is kept as spelled.
     """
     if not fold:
-        return {key: (key, value) for key, value in env.items()}
+        if layers is None:
+            return {key: (key, value, layer) for key, value in env.items()}
+        return {key: (key, value, layers.get(key, layer)) for key, value in env.items()}
     out: Entries = {}
     for key, value in env.items():
         up = key.upper()
@@ -78,7 +90,7 @@ def to_entries(env: Mapping[str, str], trace: Trace = NULL_TRACE, *, fold: bool)
             trace.record(dropped, Action.STRIPPED, Stage.RESIDUE, reason, value=dropped_value)
             if not keep_new:
                 continue
-        out[up] = (key, value)
+        out[up] = (key, value, layer if layers is None else layers.get(key, layer))
     return out
 
 
@@ -107,27 +119,31 @@ def put_layer(
     values: Mapping[str, str],
     fold: bool,
     record: Callable[[str, str, bool], None] | None = None,
+    *,
+    layer: Layer,
+    layers: Mapping[str, Layer] | None = None,
 ) -> None:
-    """Set (in place) every key of ``values``, replacing every spelling of each name.
+    """Set (in place) every key of ``values`` as an entry of ``layer``, replacing every spelling.
 
-    The layer's own case twins follow ``to_entries``: kept both on POSIX,
-    one (upper case first) when names fold. ``record(key, value, replaced)``
-    is called per key set, ``replaced`` telling whether the name was there.
+    ``layers`` gives some keys a layer of their own. The layer's own case twins
+    follow ``to_entries``: kept both on POSIX, one (upper case first) when names
+    fold. ``record(key, value, replaced)`` is called per key set, ``replaced``
+    telling whether the name was there.
     """
-    layer = to_entries(values, fold=fold)
+    new = to_entries(values, fold=fold, layer=layer, layers=layers)
     if fold:  # one spelling per name: set in place
-        present = frozenset(idx for idx in layer if idx in entries)
+        present = frozenset(idx for idx in new if idx in entries)
     else:  # every spelling goes, then the layer's own spellings follow in the layer's order
-        present = remove_spellings(entries, {idx.upper() for idx in layer}, fold)
-    for idx, (key, value) in layer.items():
+        present = remove_spellings(entries, {idx.upper() for idx in new}, fold)
+    for idx, entry in new.items():
         if record is not None:
-            record(key, value, key.upper() in present)
-        entries[idx] = (key, value)
+            record(entry[0], entry[1], entry[0].upper() in present)
+        entries[idx] = entry
 
 
 def from_entries(entries: Entries) -> dict[str, str]:
     """The plain env dict of some entries."""
-    return dict(entries.values())
+    return {key: value for key, value, _ in entries.values()}
 
 
 def strip_residue(
@@ -171,6 +187,7 @@ def _overlay(
     default_origin: Origin,
     trace: Trace,
     fold: bool,
+    layer: Layer,
 ) -> Entries:
     out = dict(entries)
 
@@ -179,7 +196,7 @@ def _overlay(
         origin = default_origin if origins is None else origins.get(key.upper(), default_origin)
         trace.record(key, action, stage, reason, origin, value=value)
 
-    put_layer(out, values, fold, record)
+    put_layer(out, values, fold, record, layer=layer)
     return out
 
 
@@ -202,7 +219,9 @@ def overlay_scope(
     if refuse is not None:
         scope = without_refused(scope, refuse, Stage.OVERLAY, trace)
     reason = Reason.SCOPE_VALUE
-    return _overlay(entries, scope, Stage.OVERLAY, reason, origins, origin, trace, fold)
+    return _overlay(
+        entries, scope, Stage.OVERLAY, reason, origins, origin, trace, fold, Layer.SCOPE
+    )
 
 
 def apply_managed(
@@ -216,7 +235,9 @@ def apply_managed(
     """Stage 3: administrator-managed values beat the routed profile's own (every spelling)."""
     origin = Origin(OriginKind.MANAGED, "managed env file", path=path)
     reason = Reason.MANAGED_VALUE
-    return _overlay(entries, managed, Stage.MANAGED, reason, None, origin, trace, fold)
+    return _overlay(
+        entries, managed, Stage.MANAGED, reason, None, origin, trace, fold, Layer.MANAGED
+    )
 
 
 def is_forced(up: str) -> bool:

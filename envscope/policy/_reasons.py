@@ -24,7 +24,7 @@ class Action(enum.Enum):
 
 
 class Stage(enum.Enum):
-    """The pipeline stage that made a decision (DESIGN.md §3)."""
+    """The pipeline stage that made a decision (docs/concepts.md, the pipeline)."""
 
     RESIDUE = "residue"
     OVERLAY = "overlay"
@@ -69,6 +69,10 @@ class Reason(enum.Enum):
     INJECTION_VECTOR = "injection-vector"
     SERVER_GRANT = "server-grant"
     GRANTED = "granted"
+    OPERATOR_LITERAL = "operator-literal"
+    KNOWN_SAFE = "known-safe"
+    PROVIDER_KEY = "provider-key"
+    VALUES_KEPT = "values-kept"
     MCP_SDK_DEFAULT = "mcp-sdk-default"
 
     @property
@@ -115,6 +119,13 @@ _SENTENCES: dict[Reason, str] = {
     "only the launch env or the host may set it",
     Reason.SERVER_GRANT: "granted by the server's env block",
     Reason.GRANTED: "granted to this child by the caller (grant=)",
+    Reason.OPERATOR_LITERAL: (
+        "a credential the operator typed into the server's env block (never a value the "
+        "host resolved)"
+    ),
+    Reason.KNOWN_SAFE: "holds a credential format under a known_safe name",
+    Reason.PROVIDER_KEY: "a credentialed child's own model-provider key (the whole value)",
+    Reason.VALUES_KEPT: "holds a secret value; the host keeps copies (strip_value_aliases=False)",
     Reason.MCP_SDK_DEFAULT: "added by the MCP SDK from os.environ (sdk_defaults='allow')",
 }
 

@@ -84,7 +84,7 @@ def _both(
 @pytest.mark.parametrize(
     ("first", "first_kwargs", "second", "second_kwargs"),
     [
-        # kept under a known_safe name (never searched there), then under another name
+        # kept under a known_safe name (an exempt match), then under another name
         (("SAFE_TOKEN", GITHUB), {"known_safe": frozenset({"SAFE_TOKEN"})}, ("NOTE", GITHUB), {}),
         # kept as a credentialed child's own provider key, then under another name
         (("OPENAI_API_KEY", OPENAI), {"inherit": True}, ("NOTE", OPENAI), {"inherit": True}),
@@ -106,9 +106,11 @@ def test_a_value_seen_under_one_key_gets_its_verdict_under_another(
 ) -> None:
     """A value the last build let through under one key is judged afresh under another key."""
     owner = FormatMemo()
-    assert _both(owner, [first, *CLEAN.items()], **first_kwargs)[0] is None
+    kept = _both(owner, [first, *CLEAN.items()], **first_kwargs)[0]
+    assert kept is None or kept.exemption is not None  # let through: clean, or an exemption
     found = _both(owner, [second, *CLEAN.items()], **second_kwargs)[0]
     assert found is not None
+    assert found.exemption is None
 
 
 @pytest.mark.parametrize("new", [1, 2], ids=["one-new-value", "two-new-values"])

@@ -1,0 +1,197 @@
+"""``decide``: the one function that decides whether an entry reaches a child.
+
+An entry is ``(key, value, layer)``; the build's ``SecretRule`` knows what is
+declared and which values are secrets for this child. ``decide`` asks it, in
+one order, and answers with a ``Verdict`` (or None when there is nothing to
+say: an undeclared name holding no secret):
+
+1. the child's own home (``HOME_VAR``) passes;
+2. the name: declared Tier 1 always, Tier 2 unless credentials are inherited
+   (under routing, the launch process's own value too) is withheld, unless the
+   entry's layer names it: a grant (``GRANT``), an MCP server's block
+   (``MCP_LITERAL``, ``MCP_REFERENCE``), a forced hand-over (``FORCED``, checked
+   when it was unwrapped); ``SPAWN`` (an env the host's code handed to a spawn)
+   has its names checked by the factory already;
+3. the value: a secret value this child may not receive, whole or inside, or
+   a credential format, is withheld, unless an exemption covers exactly it: a
+   grant (never a secret source's credential: that is an error), the operator's
+   literal (a format typed into a block, never a value the host resolved), a
+   forced hand-over of a Tier 2 credential, ``known_safe``, a credentialed
+   child's own provider key as the whole value, or a host that keeps copies
+   (``strip_value_aliases=False``).
+
+Every exemption is named in the verdict and traced. The factory's stage 4, the
+runtime guard, ``envscope.testing`` and the CLI's masking ask ``decide`` (stage
+4 through ``decide_all``, one pass over a build's values); none of them
+re-assembles the order above.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from envscope.errors import PassthroughRefusedError
+from envscope.pipeline._secret_values import Exemption, Grade, SecretMatch
+from envscope.policy._declarations import Declaration, Origin, OriginKind, Tier
+from envscope.policy._layers import BLOCK_LAYERS, Layer
+from envscope.policy._reasons import Reason
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from envscope.pipeline.secret_rule import SecretRule
+
+__all__ = ["CALLER_ORIGIN", "Exemption", "Verdict", "decide", "decide_all", "describe"]
+
+CALLER_ORIGIN = Origin(OriginKind.CALLER, "extra")  # where a caller's extra comes from
+
+_EXEMPTION_REASONS = {
+    Exemption.GRANT: Reason.GRANTED,
+    Exemption.SERVER_BLOCK: Reason.SERVER_GRANT,
+    Exemption.OPERATOR_LITERAL: Reason.OPERATOR_LITERAL,
+    Exemption.KNOWN_SAFE: Reason.KNOWN_SAFE,
+    Exemption.PROVIDER_KEY: Reason.PROVIDER_KEY,
+    Exemption.FORCED: Reason.FORCED,
+    Exemption.TIER2_INHERITED: Reason.TIER2_INHERITED,
+    Exemption.VALUES_KEPT: Reason.VALUES_KEPT,
+}
+_CALLER_EXEMPTIONS = frozenset(
+    {Exemption.GRANT, Exemption.SERVER_BLOCK, Exemption.OPERATOR_LITERAL, Exemption.FORCED}
+)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Verdict:
+    """What ``decide`` found in an entry and what it decided.
+
+    ``withheld``: the entry does not reach the child. ``declaration`` is the
+    name's declaration when the name decided, ``match`` the secret the value is
+    or holds (set also when an exemption kept it), ``exemption`` what kept it.
+    ``reason``, ``origin`` and ``note`` are the trace's record of it.
+    """
+
+    withheld: bool
+    reason: Reason
+    origin: Origin | None
+    note: str | None = None
+    declaration: Declaration | None = None
+    match: SecretMatch | None = None
+    exemption: Exemption | None = None
+
+    @property
+    def secret(self) -> bool:
+        """True when the entry holds a secret, whether or not an exemption kept it."""
+        return self.withheld or self.match is not None
+
+    def __repr__(self) -> str:
+        exempt = None if self.exemption is None else self.exemption.value
+        reason = self.reason.value
+        return f"Verdict(withheld={self.withheld}, reason={reason!r}, exemption={exempt!r})"
+
+
+def _exempt(exemption: Exemption, origin: Origin | None, **found: object) -> Verdict:
+    origin = CALLER_ORIGIN if exemption in _CALLER_EXEMPTIONS else origin
+    return Verdict(False, _EXEMPTION_REASONS[exemption], origin, exemption=exemption, **found)  # type: ignore[arg-type]
+
+
+def _by_name(rule: SecretRule, key: str, value: str, layer: Layer) -> Verdict | None:
+    """Step 2: the name's verdict (None: the name says nothing)."""
+    if layer is Layer.SPAWN:
+        return None
+    decl = rule.declaration(key, value)
+    if decl is None:
+        return None
+    if layer is Layer.GRANT:
+        return _exempt(Exemption.GRANT, None, declaration=decl)
+    if layer in BLOCK_LAYERS:
+        return _exempt(Exemption.SERVER_BLOCK, None, declaration=decl)
+    if layer is Layer.FORCED:
+        return _exempt(Exemption.FORCED, None, declaration=decl)
+    if rule.withholds(decl, value):
+        reason = Reason.TIER1 if decl.tier is Tier.TIER1 else Reason.TIER2
+        return Verdict(True, reason, decl.origin, declaration=decl)
+    return _exempt(Exemption.TIER2_INHERITED, decl.origin, declaration=decl)
+
+
+def _by_value(
+    rule: SecretRule, key: str, layer: Layer, match: SecretMatch, named: Verdict | None
+) -> Verdict:
+    """Step 3: the verdict on a value that is or holds ``match``."""
+    decl = None if named is None else named.declaration
+    if layer is Layer.GRANT:
+        if match.grade is Grade.SOURCE:
+            raise PassthroughRefusedError(
+                key,
+                f"grant refused: the value holds {rule.public(match)}, a secret source's "
+                "credential (never grantable, under any key)",
+            )
+        return _exempt(Exemption.GRANT, None, declaration=decl, match=match)
+    if match.exemption is not None:
+        return _exempt(match.exemption, match.origin, declaration=decl, match=match)
+    if match.shape and layer is Layer.MCP_LITERAL:
+        return _exempt(Exemption.OPERATOR_LITERAL, None, declaration=decl, match=match)
+    if layer is Layer.FORCED and rule.forced_keeps(match):
+        return _exempt(Exemption.FORCED, None, declaration=decl, match=match)
+    if not rule.strip_values:
+        return _exempt(Exemption.VALUES_KEPT, match.origin, declaration=decl, match=match)
+    if match.shape:
+        note = f"holds a {match.name} credential"
+        return Verdict(True, Reason.VALUE_SHAPE, match.origin, note, decl, match)
+    # the trace is the host's: it names the secret, never its value
+    note = f"{'same value as' if match.whole else 'holds the value of'} {match.name}"
+    if layer in BLOCK_LAYERS:
+        verb = "is" if match.whole else "holds"
+        note = f"the value {verb} the host's {match.name}; grant it to pass"
+    return Verdict(True, Reason.ALIAS_OF, match.origin, note, decl, match)
+
+
+def _decided(
+    rule: SecretRule, key: str, value: str, layer: Layer, match: SecretMatch | None
+) -> Verdict | None:
+    named = _by_name(rule, key, value, layer)
+    if named is not None and named.withheld:
+        return named
+    if match is None:
+        return named
+    return _by_value(rule, key, layer, match, named)
+
+
+def decide(rule: SecretRule, key: str, value: str, layer: Layer) -> Verdict | None:
+    """The verdict on one entry ``key=value`` of ``layer`` for the child ``rule`` is for.
+
+    None when there is nothing to say (an undeclared name holding no secret).
+    A grant of a value holding a secret source's credential raises
+    ``PassthroughRefusedError``.
+    """
+    if layer is Layer.HOME_VAR:
+        return None  # the child's own home
+    return _decided(rule, key, value, layer, rule.secret_in(key, value))
+
+
+def decide_all(rule: SecretRule, entries: Sequence[tuple[str, str, Layer]]) -> list[Verdict | None]:
+    """``decide`` for each entry, in order, with one search of the values for the lot."""
+    matches = rule.find_in([(key, value) for key, value, _ in entries])
+    return [
+        None if layer is Layer.HOME_VAR else _decided(rule, key, value, layer, match)
+        for (key, value, layer), match in zip(entries, matches, strict=True)
+    ]
+
+
+def describe(rule: SecretRule, key: str, verdict: Verdict) -> str:
+    """How an error, an assertion or a log line names a withheld entry (never a value).
+
+    ``KEY (Tier 1)`` or ``KEY (Tier 2, child does not inherit credentials)`` for a
+    name, ``KEY (the value of NAME)``, ``KEY (holds a FORMAT credential)`` … for a
+    value (``SecretRule.describe``: a routed build never names a launch secret).
+    """
+    if verdict.match is not None:
+        return rule.describe(key, verdict.match)
+    decl = verdict.declaration
+    if decl is None:
+        return key
+    if decl.tier is Tier.TIER1:
+        return f"{key} (Tier 1)"
+    if rule.inherit_credentials:
+        return f"{key} (a launch credential; a routed child gets its own profile's)"
+    return f"{key} (Tier 2, child does not inherit credentials)"
