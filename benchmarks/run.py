@@ -35,7 +35,7 @@ from benchmarks.figures import (
 )
 from benchmarks.guard_cost import guard_figure
 from benchmarks.measure import FULL, QUICK, Figure
-from benchmarks.spawn_cost import fresh_and_explain_figures, rss_figure
+from benchmarks.spawn_cost import changing_figures, fresh_and_explain_figures, rss_figure
 from benchmarks.spawn_cost import warm_figures as spawn_warm_figures
 from benchmarks.workloads import SEED, Tree, make_scaling_home, make_w1, make_w2
 from envscope import Catalog
@@ -153,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         figures.append(warm_path_figure(catalog, w1))
         step("warm builds and fresh bindings against a spawn (issue 22)")
         figures += spawn_warm_figures(cfg, catalog, w1, m1000)
-        figures += fresh_and_explain_figures(cfg, catalog, w1)
+        figures += changing_figures(cfg, catalog, w1)
+        figures += fresh_and_explain_figures(cfg, catalog, w1, w2)
         step("warm builds (W2)")
         figures.append(w2_warm_figure(cfg, catalog, w2))
         step("threads")

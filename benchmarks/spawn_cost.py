@@ -7,8 +7,11 @@ the CPU sat idle through the child's wait, its caches cold), one loop per host
 
 - warm routed build with the change-notification gate, at W1 and at 1,000
   manifests per home, ≤ 10% of a spawn (the stamp path's figures beside them);
+- W1 routed builds the build memo cannot answer: ``extra={"TASK_ID": str(n)}``
+  new on every build (a kanban worker's spawn) ≤ 10% of a spawn, and the
+  host's environ changed by one value since the previous build ≤ 15%;
 - a fresh ``routed()`` binding plus one build (a cron runner's spawn) ≤ 25% of
-  a spawn at W1;
+  a spawn at W1 and at W2;
 - RSS growth of a multiplexed host touching 10,000 homes ≤ 32 MiB (measured in
   a child process, so the benchmark's own heap does not count);
 - ``host.explain`` ≤ 1.5x a traced build without fingerprints.
@@ -37,6 +40,8 @@ from envscope import Catalog, Host, Trace
 RSS_HOMES = 10_000
 RSS_TARGET_MIB = 32.0
 WARM_SHARE = 0.10
+TASK_SHARE = 0.10
+PARENT_SHARE = 0.15
 FRESH_SHARE = 0.25
 EXPLAIN_RATIO = 1.5
 TRUE = "/bin/true"
@@ -111,15 +116,70 @@ def warm_figures(cfg: Config, catalog: Catalog, w1: Workload, m1000: Workload) -
     ]
 
 
-def fresh_and_explain_figures(cfg: Config, catalog: Catalog, w1: Workload) -> list[Figure]:
-    """A fresh routed() + build per spawn (gate, stamp), and explain / a traced build."""
+def changing_figures(cfg: Config, catalog: Catalog, w1: Workload) -> list[Figure]:
+    """W1 routed builds with no memo hit / spawn: ``extra`` new, or the host's environ changed.
+
+    Each host builds from its own environ (no ``base``) inside ``routed(profiles[0])``,
+    in a loop of its own: the kanban worker's spawn passes ``extra={"TASK_ID": str(n)}``, a new
+    value every time; the other host's environ has one ordinary variable set to a new
+    value before each build (the env still has W1's 150 variables).
+    """
+    home = w1.profiles[0]
+    tasks = w1.host(catalog)
+    environ = dict(w1.environ)
+    parent = w1.host(catalog, environ=environ)
+    name = next(reversed(environ))  # an ordinary variable (the generator adds those last)
+    seq = [0]
+
+    def task() -> object:
+        seq[0] += 1
+        return tasks.build_subprocess_env(extra={"TASK_ID": str(seq[0])})
+
+    def changed() -> object:
+        seq[0] += 1
+        environ[name] = str(seq[0])
+        return parent.build_subprocess_env()
+
+    calls = max(cfg.warm_calls // 5, 60)
+    with tasks.routed(home), parent.routed(home):
+        if name not in parent.build_subprocess_env() or name in w1.declared:
+            raise SystemExit(f"benchmark workload broken: {name} is not an ordinary variable")
+        if tasks.build_subprocess_env(extra={"TASK_ID": "0"}).get("TASK_ID") != "0":
+            raise SystemExit("benchmark workload broken: extra TASK_ID not in the child")
+        task_samples = interleaved({"task": task}, calls, after=spawn)  # one host per loop
+        parent_samples = interleaved({"parent": changed}, calls, after=spawn)
+    return [
+        ratio_figure(
+            "w1_task_id_vs_spawn",
+            'W1 routed build, extra={"TASK_ID": new} (gate) / spawn',
+            task_samples,
+            "task",
+            "spawn",
+            TASK_SHARE,
+        ),
+        ratio_figure(
+            "w1_parent_changed_vs_spawn",
+            "W1 routed build, host environ: one value new (gate) / spawn",
+            parent_samples,
+            "parent",
+            "spawn",
+            PARENT_SHARE,
+        ),
+    ]
+
+
+def fresh_and_explain_figures(
+    cfg: Config, catalog: Catalog, w1: Workload, w2: Workload
+) -> list[Figure]:
+    """A fresh routed() + build per spawn (W1 gate and stamp, W2 gate), explain / traced."""
     home = w1.profiles[0]
     base = dict(w1.environ)
     gated = w1.host(catalog)
     stamped = w1.host(catalog, change_notification=False)
     tracer = w1.host(catalog)
+    gated2 = w2.host(catalog)
 
-    def fresh(host: Host) -> Callable[[], object]:
+    def fresh(host: Host, home: str = home, base: dict[str, str] = base) -> Callable[[], object]:
         def run() -> object:
             with host.routed(home):
                 return host.build_subprocess_env(base)
@@ -137,6 +197,8 @@ def fresh_and_explain_figures(cfg: Config, catalog: Catalog, w1: Workload) -> li
     calls = max(cfg.warm_calls // 5, 60)
     samples = interleaved({"fresh": fresh(gated)}, calls, after=spawn)  # one host per loop
     stamp_samples = interleaved({"fresh_stamp": fresh(stamped)}, calls, after=spawn)
+    w2_fresh = fresh(gated2, w2.profiles[0], dict(w2.environ))
+    w2_samples = interleaved({"fresh_w2": w2_fresh}, calls, after=spawn)
     samples |= interleaved({"explain": explain, "traced": traced}, calls)
     return [
         ratio_figure(
@@ -154,6 +216,14 @@ def fresh_and_explain_figures(cfg: Config, catalog: Catalog, w1: Workload) -> li
             "fresh_stamp",
             "spawn",
             None,
+        ),
+        ratio_figure(
+            "w2_fresh_routed_vs_spawn",
+            "W2 fresh routed() + build (gate) / spawn",
+            w2_samples,
+            "fresh_w2",
+            "spawn",
+            FRESH_SHARE,
         ),
         ratio_figure(
             "explain_vs_traced",

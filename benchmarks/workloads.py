@@ -100,20 +100,24 @@ class Workload:
         fs: FileSystem | None = None,
         *,
         on_os_environ: bool = False,
+        environ: dict[str, str] | None = None,
         change_notification: bool | None = None,
     ) -> Host:
         """A host over this workload, its launch env loaded.
 
         Its environ is a private copy of the workload's, or with ``on_os_environ``
-        the process's own ``os.environ`` (the caller puts the workload's env there).
+        the process's own ``os.environ`` (the caller puts the workload's env there),
+        or ``environ``: that very dict (the caller may change it between builds).
         ``change_notification`` as ``Host``'s (default: the gate over the real file system).
         """
+        if environ is None and not on_os_environ:
+            environ = dict(self.environ)
         host = Host(
             self.launch,
             catalog=catalog,
             managed_env_file=self.managed,
             bundled_plugins=self.bundled,
-            environ=None if on_os_environ else dict(self.environ),
+            environ=environ,
             multiplex=self.multiplex,
             fs=fs,
             change_notification=change_notification,
