@@ -68,7 +68,7 @@ MAX_HOMES = 256
 
 
 class Host:
-    """Builds child environments for one agent host process (see DESIGN.md §5)."""
+    """Builds child environments for one agent host process (docs/api.md)."""
 
     def __init__(
         self,

@@ -1,4 +1,4 @@
-"""The package's layers: which subpackage may import which (DESIGN.md §7).
+"""The package's layers: which subpackage may import which (docs/concepts.md).
 
 The graph is built from the source (every ``import`` and ``from ... import``,
 module-level or inside a function), folded to one node per layer unit: a

@@ -1,4 +1,4 @@
-"""SCENARIOS 42–45: the MCP (allowlist) surface."""
+"""The MCP (allowlist) surface."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_windows_safe_base_covers_the_sdk_list(make_host: HostFactory, name: str
 
 
 def test_mcp_child_gets_safe_base_env_block_and_passthrough(make_host: HostFactory) -> None:
-    """S42: only the safe base, the env: block and passthrough names reach an MCP child."""
+    """Only the safe base, the env: block and passthrough names reach an MCP child."""
     env = make_host().build_subprocess_env(
         {**BASE, "TENOR_API_KEY": "t"},
         surface=Surface.MCP,
@@ -111,7 +111,7 @@ LITERAL = "ghp_operator111111111111111111"
 def test_mcp_env_block_is_the_operators_grant(
     make_host: HostFactory, homes: dict[str, Path], routed: bool
 ) -> None:
-    """S49: a literal token in the server's env block reaches it, Tier 1 name or not."""
+    """A literal token in the server's env block reaches it, Tier 1 name or not."""
     host = make_host({"PATH": "/b", "GITHUB_TOKEN": HOST_TOKEN})
     block = {"GITHUB_PERSONAL_ACCESS_TOKEN": LITERAL, "OPENAI_API_KEY": "sk-server-own-key"}
     trace = Trace()
@@ -132,7 +132,7 @@ def test_mcp_env_block_is_the_operators_grant(
 def test_mcp_env_block_copying_a_host_secret_is_refused_until_granted(
     make_host: HostFactory, homes: dict[str, Path], source: str
 ) -> None:
-    """S50: a block value equal to the host's own token is refused, naming it; grant= passes it."""
+    """A block value equal to the host's own token is refused, naming it; grant= passes it."""
     environ = {"PATH": "/b", "GITHUB_TOKEN": HOST_TOKEN} if source == "process" else {"PATH": "/b"}
     host = make_host(environ)
     block = {"GITHUB_PERSONAL_ACCESS_TOKEN": HOST_TOKEN}
@@ -151,7 +151,7 @@ def test_mcp_env_block_copying_a_host_secret_is_refused_until_granted(
 
 
 def test_mcp_env_block_cannot_grant_a_secret_sources_credential(make_host: HostFactory) -> None:
-    """S54/S60: a vault's bootstrap token never reaches a child; granting it is an error."""
+    """A vault's bootstrap token never reaches a child; granting it is an error."""
     host = make_host()
     host.add_secret_source(StaticSource("vault", {}, credential_names=["VAULT_TOKEN"]))
     block = {"VAULT_TOKEN": "hvs.operator-literal-0000", "OTHER_TOKEN": "literal-000000"}
@@ -166,7 +166,7 @@ def test_mcp_env_block_cannot_grant_a_secret_sources_credential(make_host: HostF
 def test_mcp_env_block_cannot_introduce_an_injection_vector(
     make_host: HostFactory, name: str
 ) -> None:
-    """S51: an injection vector in the block is refused unless the host allows it."""
+    """An injection vector in the block is refused unless the host allows it."""
     env = make_host().build_subprocess_env(surface=Surface.MCP, extra={name: "/tmp/x.so"})
     assert name not in env
     allowed = make_host(allow_injection=[name]).build_subprocess_env(
@@ -177,7 +177,7 @@ def test_mcp_env_block_cannot_introduce_an_injection_vector(
 
 @pytest.mark.parametrize("surface", [s for s in Surface if s is not Surface.MCP])
 def test_other_surfaces_keep_the_extra_rule(make_host: HostFactory, surface: Surface) -> None:
-    """S52/S60: elsewhere a Tier 1 extra is stripped unless granted; a grant must name extra."""
+    """Elsewhere a Tier 1 extra is stripped unless granted; a grant must name extra."""
     extra = {"TELEGRAM_BOT_TOKEN": LITERAL}
     env = make_host().build_subprocess_env(surface=surface, extra=extra)
     assert "TELEGRAM_BOT_TOKEN" not in env
@@ -192,7 +192,7 @@ def test_other_surfaces_keep_the_extra_rule(make_host: HostFactory, surface: Sur
 def test_source_supplied_names_reach_mcp_with_scope_value(
     make_host: HostFactory, homes: dict[str, Path]
 ) -> None:
-    """S43: names a secret source supplied reach MCP children with the routed scope's value."""
+    """Names a secret source supplied reach MCP children with the routed scope's value."""
     host = make_host()
     source = StaticSource(
         "vault",
@@ -207,7 +207,7 @@ def test_source_supplied_names_reach_mcp_with_scope_value(
 
 @pytest.mark.parametrize("value", [None, ["a"], {"k": "v"}, True, b"bytes"])
 def test_non_scalar_env_block_value_is_an_error(make_host: HostFactory, value: object) -> None:
-    """S44: a non-scalar value in an env: block is a clear error naming the key, never the value."""
+    """A non-scalar value in an env: block is a clear error naming the key, never the value."""
     with pytest.raises(EnvValueError, match="SERVER_OPT") as info:
         make_host().build_subprocess_env({}, surface=Surface.MCP, extra={"SERVER_OPT": value})
     assert info.value.key == "SERVER_OPT"
@@ -221,7 +221,7 @@ def test_invalid_extra_key_is_an_error(make_host: HostFactory, key: str) -> None
 
 
 def test_shell_functions_never_reach_mcp(make_host: HostFactory) -> None:
-    """S45: values starting with '()' never reach an MCP child (base, block or passthrough)."""
+    """Values starting with '()' never reach an MCP child (base, block or passthrough)."""
     env = make_host().build_subprocess_env(
         {"PATH": "() { :; }; echo pwned", "FN": "() { x; }", "HOME": "/h"},
         surface=Surface.MCP,

@@ -1,4 +1,4 @@
-"""The leak classes of the one secret rule (issue 18; DESIGN.md §3; SCENARIOS 60-64, 67).
+"""The leak classes of the one secret rule (issue 18).
 
 Each class is a matrix over surfaces, routing, spellings and positions, asked
 of the public surfaces a host uses: ``build_subprocess_env``, the runtime guard
@@ -34,7 +34,7 @@ BOT = "fake-telegram-bot-0123456789"  # TELEGRAM_BOT_TOKEN: Tier 1
 OPENAI = "sk-fake-launch-openai-0123456789"  # OPENAI_API_KEY: Tier 2
 NOT_MCP = [s for s in Surface if s is not Surface.MCP]
 
-# Where a secret sits inside a longer value (S61, issue 18 item 3).
+# Where a secret sits inside a longer value (issue 18 item 3).
 POSITIONS = {
     "url-userinfo": "https://x:{}@github.com/o/r.git",
     "url-path": "https://example.invalid/bot{}/send",
@@ -144,7 +144,7 @@ def test_a_value_shorter_than_eight_characters_is_never_searched(make_host: Host
 def test_launch_dotenv_building_a_remote_from_the_token_leaks_neither(
     make_host: HostFactory, homes: dict[str, Path], routed: bool
 ) -> None:
-    """S61: GIT_REMOTE=https://x:${GITHUB_TOKEN}@... in the launch .env: neither reaches."""
+    """GIT_REMOTE=https://x:${GITHUB_TOKEN}@... in the launch .env: neither reaches."""
     (homes["A"] / ".env").write_text(
         f"GITHUB_TOKEN={TOKEN}\nGIT_REMOTE=https://x:${{GITHUB_TOKEN}}@github.com/o/r.git\n"
     )
@@ -187,7 +187,7 @@ def test_a_launch_proxy_password_inside_https_proxy_never_reaches_a_routed_child
 def test_grant_hands_a_host_tool_its_key_on_every_surface(
     make_host: HostFactory, homes: dict[str, Path], surface: Surface, routed: bool
 ) -> None:
-    """S60: extra + grant → the child gets the tool's key as given; without the grant it goes."""
+    """extra + grant → the child gets the tool's key as given; without the grant it goes."""
     key = "fake-browserbase-key-012345"
     host = make_host({"PATH": "/b", "BROWSERBASE_API_KEY": key})
     extra = {"BROWSERBASE_API_KEY": key}
@@ -221,7 +221,7 @@ def test_a_grant_names_one_exact_spelling(make_host: HostFactory, surface: Surfa
 def test_a_source_credential_is_never_grantable(
     make_host: HostFactory, surface: Surface, key: str
 ) -> None:
-    """S60: a secret source's credential, by name or by value under another key: an error."""
+    """a secret source's credential, by name or by value under another key: an error."""
     vault = "hvs.fake-vault-token-0000"
     host = make_host({"PATH": "/b", "VAULT_TOKEN": vault})
     host.add_secret_source(StaticSource("vault", {}, credential_names=["VAULT_TOKEN"]))
@@ -309,7 +309,7 @@ def test_a_decorated_host_secret_in_a_config_is_refused_until_granted(
     token: str,
     routed: bool,
 ) -> None:
-    """S62: ${TOKEN} decorated or embedded is refused like a plain copy, naming file/server/key."""
+    """${TOKEN} decorated or embedded is refused like a plain copy, naming file/server/key."""
     pytest.importorskip("mcp", reason="the MCP SDK is the [mcp] extra")
     from envscope.mcp import load_server_parameters
 
@@ -332,7 +332,7 @@ def test_a_decorated_host_secret_in_a_config_is_refused_until_granted(
 def test_a_routed_config_resolves_from_the_routed_scope_never_the_launch(
     make_host: HostFactory, homes: dict[str, Path], tmp_path: Path
 ) -> None:
-    """S63: routed(B), ${OPENAI_API_KEY} is B's (granted); when B has none, never the launch's."""
+    """routed(B), ${OPENAI_API_KEY} is B's (granted); when B has none, never the launch's."""
     pytest.importorskip("mcp", reason="the MCP SDK is the [mcp] extra")
     from envscope.mcp import load_server_parameters
 
@@ -394,11 +394,11 @@ def test_two_servers_whose_names_collide_are_an_error(tmp_path: Path) -> None:
         read_server_config(path, {})
 
 
-# -- loud mistakes (S67) and leftovers ------------------------------------------------
+# -- loud mistakes and leftovers ------------------------------------------------
 
 
 def test_routing_to_a_missing_home_is_an_error(make_host: HostFactory, tmp_path: Path) -> None:
-    """S67: routed('/…/typo') raises RoutingError naming the path."""
+    """routed('/…/typo') raises RoutingError naming the path."""
     typo = tmp_path / "profiles" / "typo"
     with pytest.raises(RoutingError, match="typo"), make_host().routed(typo):
         pass  # pragma: no cover - never entered
@@ -456,7 +456,7 @@ def test_assert_no_secrets_asks_the_hosts_rule(
         assert_no_secrets(child, host=host, inherit_credentials=True)
 
 
-# -- secrets nobody declared: credential formats (S65, DESIGN.md §4a) ------------------
+# -- secrets nobody declared: credential formats ----------------------------------
 
 
 def _formats() -> list[tuple[str, str]]:
@@ -548,7 +548,7 @@ def test_a_launch_secret_sources_injection_vector_reaches_no_child(
     inherited.add_secret_source(source)
     inherited.load_launch_env()
     env = inherited.build_subprocess_env(surface=surface)
-    assert env.get(name) == "/opt/launch-own"  # a supplied name reaches MCP children too (S43)
+    assert env.get(name) == "/opt/launch-own"  # a supplied name reaches MCP children too
 
 
 @pytest.mark.parametrize("surface", list(Surface))

@@ -124,7 +124,7 @@ def test_accepted_manifests_validate(path: Path) -> None:
     ids=["string-list", "secret-text", "no-name", "name-int", "entry-int"],
 )  # fmt: skip
 def test_refused_manifests_fail_the_schema_too(document: dict[str, Any]) -> None:
-    """A manifest shape the reader refuses (S37) fails the schema as well."""
+    """A manifest shape the reader refuses fails the schema as well."""
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(document, load_schema("plugin.schema.json"))
 

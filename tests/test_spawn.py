@@ -33,7 +33,7 @@ def _child_env(stdout: bytes | str) -> dict[str, str]:
 def test_run_builds_the_env_in_the_callers_context(
     make_host: HostFactory, homes: dict[str, Path]
 ) -> None:
-    """S57: spawn.run(surface=worker) inside routed(B) runs the child with B's env and home."""
+    """spawn.run(surface=worker) inside routed(B) runs the child with B's env and home."""
     host = _host(make_host)
     with host.routed(homes["B"]):
         expected = host.build_subprocess_env(surface="worker")
@@ -122,7 +122,7 @@ def test_env_keyword_is_refused(make_host: HostFactory, call: Callable[[Host], o
 def test_binding_survives_into_executor_threads(
     make_host: HostFactory, homes: dict[str, Path]
 ) -> None:
-    """S57: run_in_executor/submit keep the routed binding; a bare run_in_executor loses it."""
+    """run_in_executor/submit keep the routed binding; a bare run_in_executor loses it."""
     host = _host(make_host)
 
     def worker_home() -> str | None:

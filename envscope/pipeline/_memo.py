@@ -25,7 +25,7 @@ credential format (``FormatMemo``, below): a build that misses searches only the
 values that are new to it.
 
 **The format memo.** A build searches every value its child may receive for a credential format
-(``SecretRule.find_in``, DESIGN.md §4a). Between two spawns the parent env is
+(``SecretRule.find_in``, docs/credential-formats.md). Between two spawns the parent env is
 nearly the same, so nearly every value was searched by the owner's previous
 build already, and the search is a pure function of the value and the format
 table. Each ``BuildMemo`` holds a ``FormatMemo`` (its owner is a routed home's

@@ -178,7 +178,7 @@ def render_formats(table: FormatTable, *, source: str | None = None) -> str:
         " `python -m envscope.policy._catalog_doc`; do not edit -->",
         "",
         "A value of one of these formats is a secret value for every child, whatever",
-        "its name (DESIGN §4a): stripped, traced `value-shape` with the format's name.",
+        "its name: stripped, traced `value-shape` with the format's name.",
         "Exceptions: the operator's MCP env block, a name in `known_safe`, a grant, and,",
         "on a child that inherits credentials, a model-provider format under a catalog",
         "name of its provider. A format is found anywhere in a value (a URL, `Bearer …`,",

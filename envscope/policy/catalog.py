@@ -229,7 +229,7 @@ class Catalog:
 
         From the ``providers`` registry and the ``provider`` of catalog entries;
         a credentialed child keeps a value of that provider's credential format
-        under such a name (DESIGN §4a).
+        under such a name (docs/credential-formats.md).
         """
         return self.providers.get(norm(name))
 

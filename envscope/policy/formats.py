@@ -1,4 +1,4 @@
-"""Credential formats: values that are secrets whatever their name (DESIGN §4a).
+"""Credential formats: values that are secrets whatever their name.
 
 The table lives in ``envscope/policy/data/credential_formats.yaml``, one row
 per format: its name, issuer, category, the literal ``prefix`` the format

@@ -74,9 +74,10 @@ class Surface(enum.Enum):
 MCP_SAFE_NAMES_POSIX: frozenset[str] = frozenset(
     {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "SHELL", "TMPDIR", "TZ"}
 )
-# Capabilities, not a safe base (DESIGN §3): the desktop session lets a child draw
-# windows and read the clipboard, the SSH agent lets it sign as the operator. A host
-# turns a family on by name (Host(mcp_families=...), mcp_families: in envscope.yaml).
+# Capabilities, not a safe base (docs/concepts.md, "MCP families"): the desktop
+# session lets a child draw windows and read the clipboard, the SSH agent lets it
+# sign as the operator. A host turns a family on by name (Host(mcp_families=...),
+# mcp_families: in envscope.yaml).
 MCP_FAMILIES: Mapping[str, frozenset[str]] = MappingProxyType(
     {
         "desktop": frozenset({"DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY"}),

@@ -178,7 +178,7 @@ def test_import_envscope_does_not_load_findings() -> None:
     assert out.stdout.strip() == "False"
 
 
-# -- name-shape warnings (S55) ----------------------------------------------------------
+# -- name-shape warnings ----------------------------------------------------------------
 
 NAME_SHAPES = [
     ("MY_APP_KEY", "v", "credential-suffix"),
@@ -236,7 +236,7 @@ def test_name_shape_search_is_linear() -> None:
 def test_name_shape_warning_in_trace_never_strips(
     make_host: HostFactory, key: str, value: str, kind: str
 ) -> None:
-    """S55: a kept undeclared look-alike is warned about (key and kind, no value) and kept."""
+    """A kept undeclared look-alike is warned about (key and kind, no value) and kept."""
     host = make_host({"PATH": "/bin", key: value, "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars"})
     trace = host.explain()
     assert host.build_subprocess_env()[key] == value
@@ -254,7 +254,7 @@ def test_name_shape_warning_in_trace_never_strips(
 def test_a_url_with_a_password_is_a_credential_unless_known_safe(
     make_host: HostFactory, key: str, value: str
 ) -> None:
-    """S65 over S55: a URL whose userinfo holds a password is stripped (value-shape); known_safe
+    """A URL whose userinfo holds a password is stripped (value-shape); known_safe
     keeps it without a warning."""
     environ = {"PATH": "/bin", key: value, "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars"}
     trace = make_host(environ).explain()

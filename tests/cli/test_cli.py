@@ -310,7 +310,7 @@ def test_check_spawns(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Non
 def test_explain_strips_credential_formats_unless_known_safe(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """S65: an undeclared variable holding a credential format is stripped (value-shape), its
+    """An undeclared variable holding a credential format is stripped (value-shape), its
     format named, never its value; the config's known_safe keeps it."""
     from envscope.policy.formats import github_checksum
 
@@ -336,7 +336,7 @@ def test_explain_strips_credential_formats_unless_known_safe(
 def test_explain_name_shape_warnings_strict_and_silencing(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """S55: a kept look-alike is warned in text and JSON (key, kind); --strict exits 1;
+    """A kept look-alike is warned in text and JSON (key, kind); --strict exits 1;
     the config's known_safe silences it."""
     monkeypatch.setenv("MY_APP_KEY", "plain-operator-value")
     monkeypatch.setenv("SERVICE_PASSWORD", "pw-of-db")

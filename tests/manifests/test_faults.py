@@ -343,7 +343,7 @@ def test_manifest_deleted_between_scandir_and_open_then_released(
     launch, home = tree
     fs = VanishingFileSystem(home / CHATX_MANIFEST, once=True)
     host = make_host(launch, mode, fs)
-    first = attempt(host, home)  # the re-probe finds it really gone: released (S29), no error
+    first = attempt(host, home)  # the re-probe finds it really gone: released, no error
     assert fs.vanished == 1
     for outcome in (first, attempt(host, home)):
         assert outcome.env is not None

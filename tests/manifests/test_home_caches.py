@@ -1,4 +1,4 @@
-"""Per-home caches on the Host (SCENARIOS 68–69): a fresh ``routed()`` costs about one warm build.
+"""Per-home caches on the Host: a fresh ``routed()`` costs about one warm build.
 
 Entering ``host.routed(home)`` for every spawn reuses the home's scope (its
 ``.env`` is not read again while its signature holds), the launch residue, the

@@ -1,4 +1,4 @@
-"""SCENARIOS 27–39 end to end through ``Host``: per-home manifests and the fail-closed cache."""
+"""End to end through ``Host``: per-home manifests and the fail-closed cache."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def build_b(host: Host, home: Path, **kw: object) -> dict[str, str]:
 
 
 def test_manifest_secret_is_per_home(make_host: HostFactory, homes: dict[str, Path]) -> None:
-    """S27: B's platform manifest strips its secret from B's children only; passthrough refused."""
+    """B's platform manifest strips its secret from B's children only; passthrough refused."""
     platform_plugin(homes["B"], "chatx", CHATX)
     host = make_host()
     for surface in (Surface.TERMINAL, Surface.CREDENTIALED):
@@ -64,7 +64,7 @@ def test_manifest_secret_is_per_home(make_host: HostFactory, homes: dict[str, Pa
 def test_in_place_edit_is_seen(
     make_host: HostFactory, homes: dict[str, Path], restore_mtime: bool
 ) -> None:
-    """S28: an in-place edit adding a _KEY name is seen on the next build, mtime restored or not."""
+    """An in-place edit adding a _KEY name is seen on the next build, mtime restored or not."""
     path = platform_plugin(homes["B"], "chatx", CHATX)
     host = make_host(fs=fs_old())
     assert "CHATX_WEBHOOK_KEY" in build_b(host, homes["B"])
@@ -78,7 +78,7 @@ def test_in_place_edit_is_seen(
 
 
 def test_deleting_manifest_releases_names(make_host: HostFactory, homes: dict[str, Path]) -> None:
-    """S29: deleting the manifest releases its names on the next build."""
+    """Deleting the manifest releases its names on the next build."""
     path = platform_plugin(homes["B"], "chatx", CHATX)
     host = make_host(fs=fs_old())
     assert "CHATX_SIGNING_SECRET" not in build_b(host, homes["B"])
@@ -90,7 +90,7 @@ def test_deleting_manifest_releases_names(make_host: HostFactory, homes: dict[st
 def test_unsearchable_plugin_dir_after_healthy_scan_never_flaps(
     make_host: HostFactory, homes: dict[str, Path]
 ) -> None:
-    """S30: chmod 000 on the plugin dir keeps the names stripped; restoring the mode too."""
+    """chmod 000 on the plugin dir keeps the names stripped; restoring the mode too."""
     platform_plugin(homes["B"], "chatx", CHATX)
     fs = fs_old()
     host = make_host(fs=fs, on_unreadable_platform="deny")
@@ -107,7 +107,7 @@ def test_unsearchable_plugin_dir_after_healthy_scan_never_flaps(
 def test_unreadable_manifest_on_first_scan_denies_prefix(
     make_host: HostFactory, homes: dict[str, Path]
 ) -> None:
-    """S31: an unreadable manifest on a first scan denies secret-suffixed names under its prefix."""
+    """An unreadable manifest on a first scan denies secret-suffixed names under its prefix."""
     path = platform_plugin(homes["B"], "chatx", CHATX)
     fs = fs_old()
     fs.deny_file(path)
@@ -124,7 +124,7 @@ def test_unreadable_manifest_on_first_scan_denies_prefix(
 def test_partial_scan_rechecked_once_failing_entry_changes(
     make_host: HostFactory, homes: dict[str, Path]
 ) -> None:
-    """S32: a partial scan is re-checked on the next build once the failing entry changes."""
+    """A partial scan is re-checked on the next build once the failing entry changes."""
     path = platform_plugin(homes["B"], "chatx", "name: chatx\nrequires_env: CHATX_X\n")
     fs = fs_old()
     host = make_host(fs=fs, on_unreadable_platform="deny")
@@ -141,7 +141,7 @@ def test_partial_scan_rechecked_once_failing_entry_changes(
 def test_malformed_manifest_reported_without_dropping_others(
     make_host: HostFactory, homes: dict[str, Path]
 ) -> None:
-    """S33: a malformed broken/plugin.yaml is reported and the other manifests still count."""
+    """A malformed broken/plugin.yaml is reported and the other manifests still count."""
     platform_plugin(homes["B"], "chatx", CHATX)
     bad = platform_plugin(
         homes["B"], "broken", "name: broken\nkind: platform\nrequires_env: X\n", flat=True
@@ -158,7 +158,7 @@ def test_malformed_manifest_reported_without_dropping_others(
 def test_unreadable_platform_manifest_raises_naming_file(
     make_host: HostFactory, homes: dict[str, Path]
 ) -> None:
-    """S34: an unreadable platform manifest raises naming the file; a flat memory one does not."""
+    """An unreadable platform manifest raises naming the file; a flat memory one does not."""
     path = platform_plugin(homes["B"], "chatx", CHATX)
     flat = platform_plugin(homes["B"], "notes", "name: notes\nkind: memory\n", flat=True)
     fs = fs_old()
@@ -174,7 +174,7 @@ def test_unreadable_platform_manifest_raises_naming_file(
 
 
 def test_unreadable_bundled_manifest_raises(make_host: HostFactory, homes: dict[str, Path]) -> None:
-    """S34: an unreadable bundled manifest fails the policy of every home."""
+    """An unreadable bundled manifest fails the policy of every home."""
     bundled = homes["root"] / "bundled"
     path = platform_plugin(bundled, "tg", "name: tg\nrequires_env: [TG_SECRET]\n")
     path = bundled / "plugins" / "platforms" / "tg" / "plugin.yaml"
@@ -189,7 +189,7 @@ def test_unreadable_bundled_manifest_raises(make_host: HostFactory, homes: dict[
 
 
 def test_dunder_skipped_dot_dir_scanned(make_host: HostFactory, homes: dict[str, Path]) -> None:
-    """S35: __cache__/plugin.yaml declares nothing; .hidden/plugin.yaml is scanned."""
+    """__cache__/plugin.yaml declares nothing; .hidden/plugin.yaml is scanned."""
     platform_plugin(homes["B"], "__cache__", "name: c\nrequires_env: [CACHE_SECRET]\n")
     platform_plugin(homes["B"], ".hidden", "name: h\nrequires_env: [HIDDEN_SECRET]\n")
     policy = make_host().policy(homes["B"])
@@ -200,7 +200,7 @@ def test_dunder_skipped_dot_dir_scanned(make_host: HostFactory, homes: dict[str,
 def test_manifest_never_reclassifies_catalog_names(
     make_host: HostFactory, homes: dict[str, Path]
 ) -> None:
-    """S36: secret: false does not demote OPENAI_API_KEY; a manifest does not promote Tier 2."""
+    """secret: false does not demote OPENAI_API_KEY; a manifest does not promote Tier 2."""
     platform_plugin(
         homes["B"],
         "compat",
@@ -231,7 +231,7 @@ def test_manifest_never_reclassifies_catalog_names(
 def test_invalid_manifest_names_file_and_field(
     make_host: HostFactory, homes: dict[str, Path], text: str, field: str
 ) -> None:
-    """S37: a string requires_env or a non-bool secret is an error naming the file and the field."""
+    """A string requires_env or a non-bool secret is an error naming the file and the field."""
     path = platform_plugin(homes["B"], "chatx", text)
     with pytest.raises(ManifestError) as info:
         make_host().policy(homes["B"])
@@ -245,7 +245,7 @@ def test_invalid_manifest_names_file_and_field(
 def test_symlink_loop_is_no_manifest_dangling_is_reported(
     make_host: HostFactory, homes: dict[str, Path]
 ) -> None:
-    """S38: a symlink loop in place of a manifest is no manifest; a dangling link is reported."""
+    """A symlink loop in place of a manifest is no manifest; a dangling link is reported."""
     loop_dir = homes["B"] / "plugins" / "platforms" / "loop"
     loop_dir.mkdir(parents=True)
     os.symlink(loop_dir / "plugin.yaml", loop_dir / "plugin.yaml")
@@ -262,7 +262,7 @@ def test_symlink_loop_is_no_manifest_dangling_is_reported(
 
 
 def test_warm_build_syscall_budget(make_host: HostFactory, homes: dict[str, Path]) -> None:
-    """S39: a warm build does one scandir per root and one stat per manifest, and opens nothing."""
+    """A warm build does one scandir per root and one stat per manifest, and opens nothing."""
     for name in ("chatx", "chaty", "chatz"):
         platform_plugin(homes["B"], name, CHATX.replace("chatx", name))
     platform_plugin(homes["B"], "memo", "name: memo\nkind: memory\n", flat=True)

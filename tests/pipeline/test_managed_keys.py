@@ -1,4 +1,4 @@
-"""Managed keys win on every surface policy (DESIGN.md §3), routed or not."""
+"""Managed keys win on every surface policy (docs/concepts.md), routed or not."""
 
 from __future__ import annotations
 

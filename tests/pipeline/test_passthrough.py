@@ -1,4 +1,4 @@
-"""SCENARIOS 10–13: passthrough names."""
+"""Passthrough names."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from tests.conftest import HostFactory
 def test_undeclared_passthrough_is_accepted_and_empty_ignored(
     make_host: HostFactory, surface: Surface
 ) -> None:
-    """S10: an undeclared passthrough name is forwarded; an empty name is ignored."""
+    """An undeclared passthrough name is forwarded; an empty name is ignored."""
     env = make_host().build_subprocess_env(
         {"TENOR_API_KEY": "t", "OTHER": "o"}, surface=surface, passthrough=["TENOR_API_KEY", ""]
     )
@@ -27,7 +27,7 @@ def test_undeclared_passthrough_is_accepted_and_empty_ignored(
 def test_passthrough_of_declared_name_is_refused(
     make_host: HostFactory, name: str, surface: Surface
 ) -> None:
-    """S11/S67: passthrough of a Tier 1/2 name is a PassthroughRefusedError naming its rule."""
+    """Passthrough of a Tier 1/2 name is a PassthroughRefusedError naming its rule."""
     with pytest.raises(PassthroughRefusedError, match=name) as caught:
         make_host().build_subprocess_env({name: "v"}, surface=surface, passthrough=[name])
     assert caught.value.key == name
@@ -38,7 +38,7 @@ def test_passthrough_of_declared_name_is_refused(
 def test_passthrough_stops_once_an_adapter_declares_it(
     make_host: HostFactory, homes: dict[str, Path]
 ) -> None:
-    """S12: an accepted passthrough name stops once an adapter of the bound home declares it."""
+    """An accepted passthrough name stops once an adapter of the bound home declares it."""
     host = make_host()
     base = {"TENOR_API_KEY": "t"}
     with host.routed(homes["B"], scope={"TENOR_API_KEY": "b"}):
@@ -53,7 +53,7 @@ def test_passthrough_stops_once_an_adapter_declares_it(
 def test_routed_passthrough_takes_scope_value_only(
     make_host: HostFactory, homes: dict[str, Path], surface: Surface
 ) -> None:
-    """S13: under routing a passthrough name takes the scope's value, never the launch process's."""
+    """Under routing a passthrough name takes the scope's value, never the launch process's."""
     host = make_host()
     base = {"TENOR_API_KEY": "launch", "PATH": "/bin"}
     with host.routed(homes["B"], scope={"TENOR_API_KEY": "routed"}):

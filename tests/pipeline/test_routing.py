@@ -1,4 +1,4 @@
-"""SCENARIOS 14–26: launch residue, routing, managed keys, gates, identity, multiplex."""
+"""Launch residue, routing, managed keys, gates, identity, multiplex."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def launched(
 def test_routed_child_drops_launch_dotenv_and_gets_own_scope(
     make_host: HostFactory, homes: dict[str, Path]
 ) -> None:
-    """S14: routed to B, A's .env names are gone and B's are present; A's child keeps A's."""
+    """Routed to B, A's .env names are gone and B's are present; A's child keeps A's."""
     host = launched(make_host)
     with host.routed(homes["B"]):
         env_b = host.build_subprocess_env()
@@ -45,7 +45,7 @@ def test_routed_child_drops_launch_dotenv_and_gets_own_scope(
 def test_key_removed_from_launch_dotenv_is_still_residue(
     make_host: HostFactory, homes: dict[str, Path]
 ) -> None:
-    """S15: a key A's .env held at launch and later lost is still residue."""
+    """A key A's .env held at launch and later lost is still residue."""
     host = launched(make_host)
     (homes["A"] / ".env").write_text("SOME_MODEL=gpt-a\n")
     assert "A_MARKER" in host.launch_dotenv_keys()
@@ -69,7 +69,7 @@ def test_current_launch_dotenv_keys_are_residue(
 def test_secret_source_applied_and_skipped_names_are_residue(
     make_host: HostFactory, homes: dict[str, Path]
 ) -> None:
-    """S16: names a source applied and names it supplied but skipped are both absent when routed."""
+    """Names a source applied and names it supplied but skipped are both absent when routed."""
     host = make_host({**OPERATOR, "VAULT_SKIPPED": "ambient"})
     a = str(homes["A"])
     host.add_secret_source(StaticSource("vault", {a: {"VAULT_APPLIED": "1", "VAULT_SKIPPED": "2"}}))
@@ -85,7 +85,7 @@ def test_secret_source_applied_and_skipped_names_are_residue(
 def test_ambient_launch_credential_never_reaches_routed_credentialed_child(
     make_host: HostFactory, homes: dict[str, Path]
 ) -> None:
-    """S17: an ambient OPENAI_API_KEY reaches A's credentialed child but never B's."""
+    """An ambient OPENAI_API_KEY reaches A's credentialed child but never B's."""
     host = launched(make_host, {"OPENAI_API_KEY": "ambient-a"})
     env_a = host.build_subprocess_env(surface=Surface.CREDENTIALED)
     assert env_a["OPENAI_API_KEY"] == "ambient-a"
@@ -110,7 +110,7 @@ def test_routed_credentialed_child_gets_routed_credentials(
 def test_managed_keys_beat_routed_scope_and_are_never_residue(
     make_host: HostFactory, homes: dict[str, Path]
 ) -> None:
-    """S18: the managed value beats B's own, and a managed key is never stripped as residue."""
+    """The managed value beats B's own, and a managed key is never stripped as residue."""
     managed = homes["root"] / "managed.env"
     managed.write_text("ORG_POLICY_FLAG=managed-value\nA_MARKER=pinned\n")
     (homes["B"] / ".env").write_text("B_MARKER=b\nORG_POLICY_FLAG=user-value\n")
@@ -136,7 +136,7 @@ def test_managed_file_missing_is_an_error(make_host: HostFactory, homes: dict[st
 def test_global_names_are_never_residue(
     make_host: HostFactory, homes: dict[str, Path], name: str
 ) -> None:
-    """S19: a global name set by A's .env still reaches a routed child."""
+    """A global name set by A's .env still reaches a routed child."""
     (homes["A"] / ".env").write_text(f"A_MARKER=a\n{name}=from-a\n")
     host = launched(make_host, {})
     with host.routed(homes["B"]):
@@ -145,7 +145,7 @@ def test_global_names_are_never_residue(
 
 
 def test_operator_export_survives_routing(make_host: HostFactory, homes: dict[str, Path]) -> None:
-    """S20: an operator's own export that A's .env never set survives routing."""
+    """An operator's own export that A's .env never set survives routing."""
     host = launched(make_host, {"OPERATOR_SETTING": "mine"})
     with host.routed(homes["B"]):
         assert host.build_subprocess_env()["OPERATOR_SETTING"] == "mine"
@@ -160,14 +160,14 @@ def test_operator_export_survives_routing(make_host: HostFactory, homes: dict[st
         ("WHATSAPP_GROUP_ALLOW_FROM", False),
         ("DEMO_ALLOWED_SENDER", True),
         ("ACCESS_ALLOWED_CALLBACK_ACE_TYPE", True),
-        ("DISCORD_HOME_CHANNEL", False),  # a gate by shape (S59)
+        ("DISCORD_HOME_CHANNEL", False),  # a gate by shape
         ("MYAPP_HOME_CHANNEL", True),
     ],
 )
 def test_launch_authorization_gates(
     make_host: HostFactory, homes: dict[str, Path], name: str, kept: bool
 ) -> None:
-    """S21: platform gates from the launch env are stripped when routed; look-alikes are kept."""
+    """Platform gates from the launch env are stripped when routed; look-alikes are kept."""
     host = launched(make_host, {name: "123"})
     with host.routed(homes["B"]):
         env = host.build_subprocess_env()
@@ -201,7 +201,7 @@ NOT_GATES = [
 def test_gates_are_recognised_by_shape(
     make_host: HostFactory, homes: dict[str, Path], name: str, gate: bool
 ) -> None:
-    """S59: a platform prefix plus a channel/user/chat setting is a gate; look-alikes are not."""
+    """A platform prefix plus a channel/user/chat setting is a gate; look-alikes are not."""
     host = launched(make_host, {name: "123"})
     host.register_adapter("chatx", ["CHATX_SIGNING_SECRET"])  # an adapter's prefix counts too
     policy = host.policy()
@@ -221,7 +221,7 @@ def test_routed_gate_from_own_scope_is_kept(make_host: HostFactory, homes: dict[
 
 
 def test_not_routed_not_multiplexed_is_base_minus_secrets(make_host: HostFactory) -> None:
-    """S22: stages 1–3 are no-ops; the child is the base minus declared secrets, byte for byte."""
+    """Stages 1–3 are no-ops; the child is the base minus declared secrets, byte for byte."""
     host = launched(make_host)
     base = {"A_MARKER": "a", "SOME_MODEL": "m", "TELEGRAM_BOT_TOKEN": "t", "X": "é\u2603", "E": ""}
     env = host.build_subprocess_env(base)
@@ -230,7 +230,7 @@ def test_not_routed_not_multiplexed_is_base_minus_secrets(make_host: HostFactory
 
 
 def test_launch_home_identity_is_pinned(make_host: HostFactory, homes: dict[str, Path]) -> None:
-    """S23: mirroring B into environ[home_env_var] does not make B the launch home."""
+    """Mirroring B into environ[home_env_var] does not make B the launch home."""
     host = launched(make_host)
     host._environ["ENVSCOPE_HOME"] = str(homes["B"])
     assert host.launch_home == str(homes["A"])
@@ -240,7 +240,7 @@ def test_launch_home_identity_is_pinned(make_host: HostFactory, homes: dict[str,
 
 
 def test_symlink_aliases_are_one_home(make_host: HostFactory, homes: dict[str, Path]) -> None:
-    """S24: a symlink alias of A is A (not routed); an alias of B is B."""
+    """A symlink alias of A is A (not routed); an alias of B is B."""
     alias_a = homes["root"] / "alias-a"
     alias_b = homes["root"] / "alias-b"
     os.symlink(homes["A"], alias_a)
@@ -258,7 +258,7 @@ def test_symlink_aliases_are_one_home(make_host: HostFactory, homes: dict[str, P
 
 @pytest.mark.parametrize("surface", [Surface.CREDENTIALED, Surface.WORKER])
 def test_multiplex_without_routed_home_refuses(make_host: HostFactory, surface: Surface) -> None:
-    """S25: under multiplex with no routed home, a credentialed (or worker) build raises."""
+    """Under multiplex with no routed home, a credentialed (or worker) build raises."""
     host = launched(make_host, {"OPENAI_API_KEY": "k"}, multiplex=True)
     with pytest.raises(RoutingError, match="routed home"):
         host.build_subprocess_env(surface=surface)
@@ -283,7 +283,7 @@ def test_multiplex_routes_even_the_launch_home(
 
 
 def test_worker_child_carries_home_var(make_host: HostFactory, homes: dict[str, Path]) -> None:
-    """S26: a worker child for B carries home_env_var=B; for the launch home, A."""
+    """A worker child for B carries home_env_var=B; for the launch home, A."""
     host = launched(make_host, home_env_var="AGENT_HOME")
     with host.routed(homes["B"]):
         assert host.build_subprocess_env(surface=Surface.WORKER)["AGENT_HOME"] == str(homes["B"])

@@ -116,7 +116,7 @@ def test_a_routed_child_is_told_its_own_home_on_every_surface(
 
 
 def test_a_launch_child_is_not_told_a_home_except_a_worker(make_host: HostFactory) -> None:
-    """Not routed: the child equals the base (S22); only a worker is told its home."""
+    """Not routed: the child equals the base; only a worker is told its home."""
     host = make_host({"PATH": "/b"})
     assert host.build_subprocess_env() == {"PATH": "/b"}
     assert host.build_subprocess_env(surface=Surface.WORKER)["ENVSCOPE_HOME"] == host.launch_home

@@ -1,4 +1,4 @@
-"""Value aliases: a secret copied under another name does not survive (DESIGN.md §3)."""
+"""Value aliases: a secret copied under another name does not survive."""
 
 from __future__ import annotations
 

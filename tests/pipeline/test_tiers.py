@@ -1,4 +1,4 @@
-"""SCENARIOS 1–9: tiers on the default (terminal) surface, extras, force prefix, opt-out."""
+"""Tiers on the default (terminal) surface, extras, force prefix, opt-out."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def test_catalog_is_not_trivially_small() -> None:
 
 
 def test_every_declared_name_is_stripped_and_inputs_untouched(make_host: HostFactory) -> None:
-    """S1: no catalog Tier 1/2 name reaches a terminal child; base and environ are unchanged."""
+    """No catalog Tier 1/2 name reaches a terminal child; base and environ are unchanged."""
     base = {**OPERATOR, **fake_env(TIER1 + TIER2)}
     environ = dict(base)
     host = make_host(environ)
@@ -48,7 +48,7 @@ def test_every_declared_name_is_stripped_and_inputs_untouched(make_host: HostFac
     ],
 )
 def test_operator_look_alikes_pass(make_host: HostFactory, name: str) -> None:
-    """S2: operator names that merely look like secrets pass unchanged."""
+    """Operator names that merely look like secrets pass unchanged."""
     env = make_host().build_subprocess_env({name: "v", "PATH": "/bin"})
     assert env == {name: "v", "PATH": "/bin"}
 
@@ -57,7 +57,7 @@ def test_operator_look_alikes_pass(make_host: HostFactory, name: str) -> None:
     "name", ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"]
 )
 def test_aws_credential_chain_passes(make_host: HostFactory, name: str) -> None:
-    """S3: the general AWS credential chain is not declared by the default catalog."""
+    """The general AWS credential chain is not declared by the default catalog."""
     assert make_host().build_subprocess_env({name: "v"}) == {name: "v"}
 
 
@@ -68,7 +68,7 @@ def test_aws_credential_chain_passes(make_host: HostFactory, name: str) -> None:
 def test_credentialed_keeps_tier2_strips_tier1(
     make_host: HostFactory, kwargs: dict[str, object], label: str
 ) -> None:
-    """S4: inheriting credentials keeps Tier 2 provider keys; Tier 1 is still stripped."""
+    """Inheriting credentials keeps Tier 2 provider keys; Tier 1 is still stripped."""
     base = {**fake_env(TIER1 + TIER2), "PATH": "/bin"}
     env = make_host().build_subprocess_env(base, **kwargs)  # type: ignore[arg-type]
     assert env["OPENAI_API_KEY"] == "fake-OPENAI_API_KEY", label
@@ -88,7 +88,7 @@ def test_credentialed_keeps_tier2_strips_tier1(
     ],
 )
 def test_pattern_rules(make_host: HostFactory, name: str, kept: bool) -> None:
-    """S5: pattern rules strip dynamic names and keep their harmless neighbours."""
+    """Pattern rules strip dynamic names and keep their harmless neighbours."""
     env = make_host().build_subprocess_env({name: "v"})
     assert (name in env) is kept
 
@@ -97,7 +97,7 @@ def test_pattern_rules(make_host: HostFactory, name: str, kept: bool) -> None:
     "name", ["openai_api_key", "Telegram_Bot_Token", "gh_token", "Auxiliary_x_Api_Key"]
 )
 def test_matching_is_case_insensitive(make_host: HostFactory, name: str) -> None:
-    """S6: declared names are matched in any case."""
+    """Declared names are matched in any case."""
     assert make_host().build_subprocess_env({name: "v", "KEEP": "1"}) == {"KEEP": "1"}
 
 
@@ -105,7 +105,7 @@ TWINS = {"Foo": "1", "FOO": "2", "foo": "3", "bar": "x", "Bar": "y"}
 
 
 def test_windows_output_never_holds_case_twins(make_host: HostFactory) -> None:
-    """S6 (Windows): keys equal ignoring case collapse to one (the upper-case spelling wins)."""
+    """On Windows, keys equal ignoring case collapse to one (the upper-case spelling wins)."""
     env = make_host(windows=True).build_subprocess_env(TWINS)
     assert env == {"FOO": "2", "bar": "x"}
     assert len({k.upper() for k in env}) == len(env)
@@ -113,7 +113,7 @@ def test_windows_output_never_holds_case_twins(make_host: HostFactory) -> None:
 
 @pytest.mark.parametrize("windows", [False, True])
 def test_proxy_case_twins(make_host: HostFactory, windows: bool) -> None:
-    """S6 (revised): POSIX keeps http_proxy and HTTP_PROXY both; Windows keeps one."""
+    """POSIX keeps http_proxy and HTTP_PROXY both; Windows keeps one."""
     base = {"http_proxy": "http://lower:3128", "HTTP_PROXY": "http://upper:3128"}
     env = make_host(windows=windows).build_subprocess_env({**base, "PATH": "/b"})
     assert env == ({"HTTP_PROXY": "http://upper:3128"} if windows else base) | {"PATH": "/b"}
@@ -121,14 +121,14 @@ def test_proxy_case_twins(make_host: HostFactory, windows: bool) -> None:
 
 @pytest.mark.parametrize("windows", [False, True])
 def test_posix_keeps_undeclared_case_twins(make_host: HostFactory, windows: bool) -> None:
-    """S6 (revised): on POSIX every undeclared twin survives as spelled, declared ones never."""
+    """On POSIX every undeclared twin survives as spelled, declared ones never."""
     base = {**TWINS, "openai_api_key": "a", "OPENAI_API_KEY": "b", "Telegram_Bot_Token": "c"}
     env = make_host(windows=windows).build_subprocess_env(base)
     assert env == ({"FOO": "2", "bar": "x"} if windows else TWINS)
 
 
 def test_caller_extra_reaches_child_but_declared_extra_does_not(make_host: HostFactory) -> None:
-    """S7: an undeclared extra reaches the child; a declared one is stripped after merging."""
+    """An undeclared extra reaches the child; a declared one is stripped after merging."""
     env = make_host().build_subprocess_env(
         {}, extra={"MY_CUSTOM_VAR": "caller-value", "OPENAI_BASE_URL": "x"}
     )
@@ -150,14 +150,14 @@ def test_caller_extra_reaches_child_but_declared_extra_does_not(make_host: HostF
 def test_force_prefix(
     make_host: HostFactory, base: dict[str, str], extra: dict[str, str], expected: dict[str, str]
 ) -> None:
-    """S8: the force prefix unwraps caller extras, never to Tier 1, never from the base."""
+    """The force prefix unwraps caller extras, never to Tier 1, never from the base."""
     env = make_host().build_subprocess_env(base, extra=extra)
     assert env == expected
     assert not any(k.upper().startswith(FORCE_PREFIX) for k in env)
 
 
 def test_scrub_false_returns_base_plus_extras(make_host: HostFactory) -> None:
-    """S9: scrub=False gives the base byte for byte plus extras, minus force-prefixed keys."""
+    """scrub=False gives the base byte for byte plus extras, minus force-prefixed keys."""
     base = {"TELEGRAM_BOT_TOKEN": "t", "openai_api_key": "k", f"{FORCE_PREFIX}X": "f", "PATH": "/b"}
     trace = Trace()
     extra = {"E": "1", f"{FORCE_PREFIX.lower()}Y": "g"}

@@ -1,4 +1,4 @@
-"""SCENARIOS 40–41: the runtime adapter census."""
+"""The runtime adapter census."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ NAME = "ACME_CHAT_SIGNING_SECRET"
 
 
 def test_adapter_declares_for_its_home_only(make_host: HostFactory, homes: dict[str, Path]) -> None:
-    """S40: an adapter for B strips and refuses its secret under B only, until unregistered."""
+    """An adapter for B strips and refuses its secret under B only, until unregistered."""
     host = make_host()
     base = {NAME: "s", "ACME_CHAT_URL": "u"}
     host.register_adapter("acme_chat", [NAME, "ACME_CHAT_URL"], home=homes["B"])
@@ -32,7 +32,7 @@ def test_adapter_declares_for_its_home_only(make_host: HostFactory, homes: dict[
 
 
 def test_adapter_never_promotes_catalog_tier2(make_host: HostFactory) -> None:
-    """S41: an adapter naming OPENAI_API_KEY does not strip it from credentialed children."""
+    """An adapter naming OPENAI_API_KEY does not strip it from credentialed children."""
     host = make_host()
     host.register_adapter("openai_compat", ["OPENAI_API_KEY", "TELEGRAM_BOT_TOKEN"])
     env = host.build_subprocess_env(

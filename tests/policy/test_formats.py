@@ -1,4 +1,4 @@
-"""Credential formats (issue 20, DESIGN §4a): the table, its one-pass matcher, no false hits."""
+"""Credential formats (issue 20): the table, its one-pass matcher, no false hits."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SCENARIOS 58: the network-trust family (proxies, CA bundles) is one catalog set.
+"""The network-trust family (proxies, CA bundles) is one catalog set.
 
 Never launch residue, forwarded to MCP children unless the host turns that
 off, matched in any case, and a proxy URL carrying a password is warned about.
@@ -14,7 +14,7 @@ from envscope import Catalog, CatalogError, Host, Surface
 from envscope.cli.config import load_config
 from tests.conftest import HostFactory
 
-S58 = (
+NETWORK_TRUST_NAMES = (
     "HTTP_PROXY",
     "HTTPS_PROXY",
     "ALL_PROXY",
@@ -26,21 +26,21 @@ S58 = (
     "NODE_EXTRA_CA_CERTS",
     "GIT_SSL_CAINFO",
 )
-SPELLINGS = [name for upper in S58 for name in (upper, upper.lower())]
+SPELLINGS = [name for upper in NETWORK_TRUST_NAMES for name in (upper, upper.lower())]
 FAMILY = sorted(Catalog.default().network_trust)
 
 
 def test_the_family_is_one_catalog_set() -> None:
-    """Every S58 name is in the default catalog's network_trust set, none declared a secret."""
+    """Every NETWORK_TRUST_NAMES name is in the default catalog's network_trust, none a secret."""
     catalog = Catalog.default()
-    assert set(S58) <= catalog.network_trust
+    assert set(NETWORK_TRUST_NAMES) <= catalog.network_trust
     assert all(catalog.lookup(name) is None for name in catalog.network_trust)
     assert not catalog.network_trust & catalog.global_names  # one list per concept
 
 
 @pytest.mark.parametrize("name", SPELLINGS + FAMILY)
 def test_never_launch_residue(make_host: HostFactory, homes: dict[str, Path], name: str) -> None:
-    """S58: a network-trust name from A's .env (any case) still reaches a child routed to B."""
+    """A network-trust name from A's .env (any case) still reaches a child routed to B."""
     (homes["A"] / ".env").write_text(f"A_MARKER=a\n{name}=from-a\n")
     host = make_host({"PATH": "/usr/bin"})
     host.load_launch_env()
@@ -53,14 +53,14 @@ def test_never_launch_residue(make_host: HostFactory, homes: dict[str, Path], na
 @pytest.mark.parametrize("name", SPELLINGS + FAMILY)
 @pytest.mark.parametrize("windows", [False, True])
 def test_reaches_mcp_children_by_default(make_host: HostFactory, name: str, windows: bool) -> None:
-    """S58: the MCP allowlist forwards the family (any case) on both platforms."""
+    """The MCP allowlist forwards the family (any case) on both platforms."""
     env = make_host({"PATH": "/b", name: "v", "DATABASE_URL": "d"}, windows=windows)
     assert env.build_subprocess_env(surface=Surface.MCP) == {"PATH": "/b", name: "v"}
 
 
 @pytest.mark.parametrize("name", SPELLINGS)
 def test_a_host_can_turn_mcp_forwarding_off(make_host: HostFactory, name: str) -> None:
-    """S58: Host(mcp_network_trust=False) keeps the family from MCP children, nowhere else."""
+    """Host(mcp_network_trust=False) keeps the family from MCP children, nowhere else."""
     host = make_host({"PATH": "/b", name: "v"}, mcp_network_trust=False)
     assert host.build_subprocess_env(surface=Surface.MCP) == {"PATH": "/b"}
     assert host.build_subprocess_env(surface=Surface.TERMINAL) == {"PATH": "/b", name: "v"}
@@ -80,7 +80,7 @@ def test_config_file_switch(tmp_path: Path, text: str, forwarded: bool) -> None:
 
 
 def test_posix_mcp_child_gets_both_proxy_spellings(make_host: HostFactory) -> None:
-    """S6 + S58: on POSIX curl's http_proxy and the upper-case twin both reach an MCP child."""
+    """On POSIX curl's http_proxy and the upper-case twin both reach an MCP child."""
     base = {"PATH": "/b", "http_proxy": "http://lower:3128", "HTTP_PROXY": "http://upper:3128"}
     assert make_host(base, windows=False).build_subprocess_env(surface=Surface.MCP) == base
 
@@ -94,7 +94,7 @@ def test_posix_mcp_child_gets_both_proxy_spellings(make_host: HostFactory) -> No
 def test_proxy_password_is_a_credential_or_warned(
     make_host: HostFactory, surface: Surface, value: str, stripped: bool
 ) -> None:
-    """S58 with S65: a proxy URL carrying a password is a credential format (stripped; known_safe
+    """A proxy URL carrying a password is a credential format (stripped; known_safe
     keeps it); a scheme-less one is kept with the URL-shape warning. Never the value."""
     environ = {"PATH": "/b", "https_proxy": value, "ENVSCOPE_FINGERPRINT_KEY": "k" * 16}
     trace = make_host(environ).explain(surface=surface)
@@ -126,7 +126,7 @@ def test_catalog_extension_merges_network_trust() -> None:
     """A host catalog's network_trust adds to the default family."""
     extended = Catalog.default().extend(Catalog.from_yaml("network_trust: [corp_ca]\n"))
     assert "CORP_CA" in extended.network_trust
-    assert set(S58) <= extended.network_trust
+    assert set(NETWORK_TRUST_NAMES) <= extended.network_trust
 
 
 def test_a_host_with_its_own_global_names_keeps_the_family(

@@ -1,4 +1,4 @@
-"""A secret source's ``credential_names`` are Tier 1 for every child (issue 12, S54)."""
+"""A secret source's ``credential_names`` are Tier 1 for every child (issue 12)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SCENARIOS 6 (revised): POSIX and Windows semantics of names equal ignoring case.
+"""POSIX and Windows semantics of names equal ignoring case.
 
 One property over random parents, scopes, extras, passthrough names and
 surfaces, built twice, ``Host(windows=False)`` and ``Host(windows=True)``:
@@ -14,7 +14,7 @@ surfaces, built twice, ``Host(windows=False)`` and ``Host(windows=True)``:
 - every extra POSIX spelling is undeclared or kept by its tier for that
   surface, and a stripped name is gone in every spelling on both;
 - unrouted and without extras, the POSIX child is the parent minus declared
-  names, every twin as spelled (S22).
+  names, every twin as spelled.
 
 Values are shorter than the alias rule's minimum, so names decide (and, routed,
 whether a value is the launch's own value of that name).
@@ -147,7 +147,7 @@ def test_posix_folds_to_windows(
 def test_posix_unrouted_child_is_base_minus_declared(
     base: dict[str, str], surface: Surface
 ) -> None:
-    """S22 on POSIX: every undeclared spelling of the parent arrives as spelled and valued."""
+    """On POSIX, every undeclared spelling of the parent arrives as spelled and valued."""
     posix = build(False, base, None, {}, [], surface)
     expected = {
         k: v

@@ -2,10 +2,11 @@
 
 The machine edits the parent env, the homes' ``.env`` files, the platform
 manifests (writes, deletes, faults through ``InstrumentedFileSystem``), the
-adapter census and the host itself (multiplex on/off), and checks DESIGN.md's
-invariants after every build. The manifest cache is modelled exactly (a stamp
-per home; every write gets a unique mtime), so the machine knows each home's
-policy without asking envscope, and compares it with ``host.policy``.
+adapter census and the host itself (multiplex on/off), and checks the
+invariants of docs/security.md's promises after every build. The manifest
+cache is modelled exactly (a stamp per home; every write gets a unique
+mtime), so the machine knows each home's policy without asking envscope, and
+compares it with ``host.policy``.
 """
 
 from __future__ import annotations

@@ -46,10 +46,11 @@ def assert_valid_env(result: dict[str, str]) -> None:
 def assert_clean_error(err: DotenvError | ManifestError, path: str, max_line: int | None) -> None:
     """The error names ``path`` and a plausible line, and echoes no value.
 
-    Names may be shown (DESIGN §5: keys, paths, lines and fields), so the key a
-    dotenv NUL error names and a manifest error's field path are cut out before
-    looking for the planted value: the generators can put it in a name too (a
-    field holding a tab is shown escaped, ``\\t``: that rendering is cut out too).
+    Names may be shown (docs/security.md, promise 7: keys, paths, lines and
+    fields), so the key a dotenv NUL error names and a manifest error's field
+    path are cut out before looking for the planted value: the generators can
+    put it in a name too (a field holding a tab is shown escaped, ``\\t``: that
+    rendering is cut out too).
     """
     assert err.path == path
     assert err.line is None or err.line >= 1

@@ -1,4 +1,4 @@
-"""SCENARIOS 46–48: explain names every rule's origin; diff; no value in any output."""
+"""``explain`` names every rule's origin; ``diff``; no value in any output."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ FIXTURES = ROOT / "fixtures"
 
 
 def test_explain_names_every_origin(make_host: HostFactory, homes: dict[str, Path]) -> None:
-    """S46: one decision per input key, with action, stage and the origin of its rule."""
+    """One decision per input key, with action, stage and the origin of its rule."""
     managed = homes["root"] / "managed.env"
     managed.write_text("ORG_FLAG=org\n")
     plugin = homes["B"] / "plugins" / "platforms" / "chatx"
@@ -90,7 +90,7 @@ def test_summary_line(make_host: HostFactory, homes: dict[str, Path]) -> None:
 
 
 def test_diff_of_two_builds(make_host: HostFactory, homes: dict[str, Path]) -> None:
-    """S47: diff lists added, removed and changed keys with the rule; values never shown."""
+    """``diff`` lists added, removed and changed keys with the rule; values never shown."""
     host = make_host(
         {"PATH": "/b", "ENVSCOPE_FINGERPRINT_KEY": "k-of-sixteen-chars", "SHARED": "one-value"}
     )
@@ -153,7 +153,7 @@ def test_no_value_in_any_output(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
-    """S48: CLI output, log records and exception messages never hold a fixture's value."""
+    """CLI output, log records and exception messages never hold a fixture's value."""
     caplog.set_level(logging.DEBUG)
     monkeypatch.setenv("ENVSCOPE_FINGERPRINT_KEY", "k-of-sixteen-chars")
     monkeypatch.chdir(ROOT)
