@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name loads on firs
     from envscope.errors import EnvscopeError as EnvscopeError
     from envscope.errors import EnvValueError as EnvValueError
     from envscope.errors import FileError as FileError
+    from envscope.errors import GuardFailedError as GuardFailedError
     from envscope.errors import ManifestError as ManifestError
     from envscope.errors import NotConfiguredError as NotConfiguredError
     from envscope.errors import PassthroughRefusedError as PassthroughRefusedError
@@ -74,6 +75,7 @@ _PUBLIC: dict[str, str] = {
     "EnvscopeError": "envscope.errors",
     "FORCE_PREFIX": "envscope.pipeline.stages",
     "FileError": "envscope.errors",
+    "GuardFailedError": "envscope.errors",
     "Host": "envscope.host",
     "Inherit": "envscope.policy.surfaces",
     "ManifestError": "envscope.errors",

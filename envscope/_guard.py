@@ -22,8 +22,14 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from envscope._c_environ import C_ENVIRON, ENV_WRITE_EVENTS
 from envscope._inputs import snapshot_env
-from envscope.errors import ConfigurationError, SpawnBlockedError
+from envscope.errors import (
+    ConfigurationError,
+    EnvscopeError,
+    GuardFailedError,
+    SpawnBlockedError,
+)
 from envscope.pipeline.decision import decide, describe
 from envscope.policy._layers import Layer
 
@@ -40,6 +46,7 @@ LOGGER = "envscope.guard"
 SPAWN_EVENTS = frozenset(
     {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.startfile"}
 )
+_WATCHED = SPAWN_EVENTS | ENV_WRITE_EVENTS
 _MODES = ("raise", "warn", "off")
 _ENV_ARG = {"subprocess.Popen": 3, "os.exec": 2, "os.posix_spawn": 2, "os.spawn": 3}
 
@@ -72,9 +79,12 @@ _INSTALL_LOCK = threading.Lock()
 
 
 def _audit_hook(event: str, args: tuple[object, ...]) -> None:
-    """The audit hook: anything but a spawn event returns after one set lookup."""
-    if event in SPAWN_EVENTS:
-        _on_spawn(event, args)
+    """The audit hook: anything but a spawn or an env write returns after one set lookup."""
+    if event in _WATCHED:
+        if event in ENV_WRITE_EVENTS:
+            C_ENVIRON.record(args)  # called from here: record() looks two frames up
+        else:
+            _on_spawn(event, args)
 
 
 def _text(item: object) -> str | None:
@@ -88,37 +98,21 @@ def _text(item: object) -> str | None:
     return None
 
 
-def _c_environ() -> dict[str, str]:
-    """The C environment an ``env=None`` child inherits (``os.putenv`` included), POSIX only."""
-    if os.name != "posix":  # pragma: no cover - Windows: os.environ is all the guard reads
-        return {}
-    import ctypes
-
-    try:
-        entries = ctypes.POINTER(ctypes.c_char_p).in_dll(ctypes.CDLL(None), "environ")
-    except (OSError, ValueError):  # pragma: no cover - a libc without an exported environ
-        return {}
-    out: dict[str, str] = {}
-    i = 0
-    while entries[i] is not None:
-        key, sep, value = os.fsdecode(entries[i]).partition("=")
-        if sep:
-            out.setdefault(key, value)
-        i += 1
-    return out
-
-
 def _env_of(event: str, args: tuple[object, ...]) -> tuple[Mapping[str, str], bool]:
     """The env the child gets and whether it is inherited implicitly (the process env).
 
-    An inherited env is read as a snapshot of ``os.environ`` joined with the C
-    environment (what ``execve`` really passes: a value set with ``os.putenv``
-    is in it); an explicit one with its ``os.PathLike`` and bytes items decoded.
+    ``env=None`` is the C environment (``C_ENVIRON``: a value set with
+    ``os.putenv`` is in it, one removed with ``os.unsetenv`` is not);
+    ``env=os.environ`` (or ``os.environb``) is a snapshot of it, which is what
+    the spawn converts; an explicit env has its ``os.PathLike`` and bytes items
+    decoded.
     """
     index = _ENV_ARG.get(event)
     env = args[index] if index is not None and len(args) > index else None
-    if env is None or env is os.environ or env is getattr(os, "environb", None):
-        return {**_c_environ(), **snapshot_env(os.environ, "os.environ")}, True
+    if env is None:
+        return C_ENVIRON.inherited(snapshot_env(os.environ, "os.environ")), True
+    if env is os.environ or env is getattr(os, "environb", None):
+        return snapshot_env(os.environ, "os.environ"), True
     items = getattr(env, "items", None)
     if items is None:
         return {}, False
@@ -170,27 +164,72 @@ def _call_site() -> str:
     return "<unknown>"  # pragma: no cover - a spawn always has a caller outside the library
 
 
+# What checking one spawn can raise: an envscope error (a manifest the host
+# cannot read), a file or decoding error, and what a foreign mapping or a
+# churning environ can throw while it is read. The hook turns each into a
+# warning (mode="warn") or a GuardFailedError (mode="raise"): none escapes bare.
+_CHECK_FAILURES = (
+    EnvscopeError,
+    OSError,
+    ValueError,
+    TypeError,
+    RuntimeError,
+    LookupError,
+    AttributeError,
+)
+
+
+def _failure_reason(exc: BaseException) -> str:
+    """What failed, never a value: an envscope error's message, else the error's type."""
+    return str(exc) if isinstance(exc, EnvscopeError) else type(exc).__name__
+
+
 def _on_spawn(event: str, args: tuple[object, ...]) -> None:
     active = _SWITCH.active
     if active is None:
         return
-    env, implicit = _env_of(event, args)
-    keys = offences(active.host, env, implicit=implicit)
+    try:
+        env, implicit = _env_of(event, args)
+        keys = offences(active.host, env, implicit=implicit)
+    except _CHECK_FAILURES as exc:
+        _on_failure(active, event, exc)
+        return
     if not keys:
         return
     site = _call_site()
     if active.mode == "raise":
         raise SpawnBlockedError(site, event, keys)
+    if _first_warning(active, site):
+        logging.getLogger(LOGGER).warning(
+            "%s: %s carries host secrets under %s (envscope.guard, mode=warn; docs/guard.md)",
+            site,
+            event,
+            ", ".join(keys),
+        )
+
+
+def _first_warning(active: _Active, site: str) -> bool:
+    """True the first time a call site is warned about under this ``guard(...)`` call."""
     with active.lock:
         if site in active.warned:
-            return
+            return False
         active.warned.add(site)
-    logging.getLogger(LOGGER).warning(
-        "%s: %s carries host secrets under %s (envscope.guard, mode=warn; docs/guard.md)",
-        site,
-        event,
-        ", ".join(keys),
-    )
+        return True
+
+
+def _on_failure(active: _Active, event: str, exc: BaseException) -> None:
+    """A check that failed: refused with a typed error, or (warn) one warning and the spawn goes."""
+    site = _call_site()
+    reason = _failure_reason(exc)
+    if active.mode == "raise":
+        raise GuardFailedError(site, event, reason) from exc
+    if _first_warning(active, f"{site} (failed)"):
+        logging.getLogger(LOGGER).warning(
+            "%s: %s was not checked: %s (envscope.guard, mode=warn; docs/guard.md)",
+            site,
+            event,
+            reason,
+        )
 
 
 MULTIPROCESSING_EVENT = "multiprocessing.spawnv_passfds"
@@ -241,6 +280,7 @@ def guard(host: Host, *, mode: Literal["raise", "warn", "off"] = "raise") -> Non
             package = os.path.dirname(os.path.abspath(__file__)) + os.sep
             _SWITCH.skip_prefixes = (stdlib, package)
             sys.addaudithook(_audit_hook)
+            C_ENVIRON.seed()  # after the hook: a write from now on is recorded by its event
             _guard_multiprocessing()
             _SWITCH.installed = True
     _SWITCH.active = _Active(host, mode)

@@ -17,6 +17,7 @@ Every error envscope raises derives from one root, so a host can catch
     ├── EnvValueError             a value that cannot go into a child env (names the key)
     │   └── PassthroughRefusedError  a passthrough or a grant that can never pass
     └── SpawnBlockedError         the runtime guard stopped a spawn carrying host secrets
+        └── GuardFailedError      the guard could not check a spawn (mode="raise" refuses it)
 
 No message ever holds a variable's *value*: only keys, paths, lines and fields.
 """
@@ -31,6 +32,7 @@ __all__ = [
     "EnvValueError",
     "EnvscopeError",
     "FileError",
+    "GuardFailedError",
     "ManifestError",
     "NotConfiguredError",
     "PassthroughRefusedError",
@@ -140,3 +142,23 @@ class SpawnBlockedError(EnvscopeError):
             f"{site}: {event} blocked by envscope.guard: the child env carries host secrets "
             f"under {', '.join(keys)}; build it with envscope (docs/guard.md)"
         )
+
+
+class GuardFailedError(SpawnBlockedError):
+    """The runtime guard could not check a spawn, so ``mode="raise"`` refused it.
+
+    ``reason`` names what failed (an envscope error's own message, which holds
+    no value, or the type of any other error); the cause is chained. In
+    ``mode="warn"`` the same failure is a warning and the spawn goes ahead.
+    """
+
+    def __init__(self, site: str, event: str, reason: str) -> None:
+        self.reason = reason
+        EnvscopeError.__init__(
+            self,
+            f"{site}: {event} refused by envscope.guard: it could not check the child env "
+            f"({reason}); the spawn fails closed (docs/guard.md)",
+        )
+        self.site = site
+        self.event = event
+        self.keys: list[str] = []

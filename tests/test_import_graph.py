@@ -24,6 +24,7 @@ LAYERS: dict[str, int] = {
     "errors": 0,
     "schemas": 0,
     "_inputs": 1,
+    "_c_environ": 1,
     "files": 2,
     "policy": 3,
     "manifests": 4,

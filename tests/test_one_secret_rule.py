@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import envscope
 from envscope import (
     ConfigFileError,
     ConfigurationError,
@@ -257,6 +258,9 @@ def test_the_guard_reads_the_c_environment(make_host: HostFactory) -> None:
     """A secret set with os.putenv (not in os.environ) is inherited: the guard sees it."""
     host = make_host({"PATH": "/b", "TELEGRAM_BOT_TOKEN": BOT})
     name = "ENVSCOPE_TEST_PUTENV_CARRIER"
+    envscope.guard(host, mode="off")
+    envscope.guard(host, mode="warn")  # the hook records raw writes from its install on
+    envscope.guard(host, mode="off")
     os.putenv(name, BOT)
     try:
         from envscope._guard import _env_of
