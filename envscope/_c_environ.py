@@ -117,7 +117,11 @@ class CEnviron:
 
     def record(self, args: tuple[object, ...]) -> None:
         """An ``os.putenv``/``os.unsetenv`` event: a raw write records its name."""
-        if sys._getframe(2).f_code in _ENVIRON_WRITERS:
+        try:
+            caller = sys._getframe(2).f_code
+        except ValueError:  # called from C with no Python caller: a raw write
+            caller = None
+        if caller in _ENVIRON_WRITERS:
             return  # os.environ's own write: the two stay equal
         name = _name(args[0]) if args else None
         if name is not None:

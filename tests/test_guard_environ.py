@@ -141,6 +141,22 @@ def test_a_write_before_the_guard_is_installed_is_seeded(host: Host) -> None:
     ]
 
 
+def test_a_write_event_with_no_python_caller_is_recorded(host: Host) -> None:
+    """Recorded from a frame with nothing above it (a thread started from C): a raw write."""
+    import _thread
+
+    C_ENVIRON.names.pop(CARRIER, None)
+    done = threading.Event()
+
+    def record() -> None:  # the thread's only frame: record() finds no caller two up
+        C_ENVIRON.record((CARRIER.encode(), TOKEN.encode()))
+        done.set()
+
+    _thread.start_new_thread(record, ())
+    assert done.wait(10)
+    assert CARRIER in C_ENVIRON.names
+
+
 def test_the_putenv_shadow_blocks_a_real_spawn(host: Host) -> None:
     """``os.environ["NOTE"] = "harmless"; os.putenv("NOTE", token)``: subprocess.run is refused."""
     envscope.guard(host, mode="raise")
