@@ -27,6 +27,7 @@ from envscope.cli.config import HostConfig, find_config, load_config
 from envscope.errors import EnvscopeError, SnapshotError
 from envscope.files._fs import RealFileSystem
 from envscope.host import Host, home_identity
+from envscope.manifests._probe import RootKind
 from envscope.pipeline.decision import decide
 from envscope.pipeline.secret_rule import SecretRule
 from envscope.policy._declarations import Problem
@@ -313,8 +314,25 @@ def _read_plugin_manifest(directory: str) -> tuple[str, bytes]:
     raise UsageError(f"{directory}: no plugin.yaml or plugin.yml")
 
 
+def _root_of(directory: str) -> RootKind | None:
+    """The plugin root a directory sits in by its place: ``plugins/platforms/``, ``plugins/``."""
+    parent = os.path.dirname(os.path.abspath(directory))
+    if os.path.basename(parent) == "platforms" and os.path.basename(os.path.dirname(parent)) == (
+        "plugins"
+    ):
+        return RootKind.PLATFORMS
+    return RootKind.FLAT if os.path.basename(parent) == "plugins" else None
+
+
 def _scan_plugin(directory: str) -> _report.ScanReport:
+    """What a host declares from one plugin directory: the host's own rule (``counting``).
+
+    In a home's ``plugins/platforms/`` or ``plugins/`` the directory is judged
+    as the host judges it there; anywhere else (a plugin's source tree) the
+    report says what each place would make of it.
+    """
     from envscope.errors import ManifestError
+    from envscope.manifests._counting import counting
     from envscope.manifests._schema import parse_manifest
 
     path, data = _read_plugin_manifest(directory)
@@ -324,7 +342,22 @@ def _scan_plugin(directory: str) -> _report.ScanReport:
         problem = Problem(exc.path, exc.message, exc.line, exc.field)
         return _report.ScanReport(directory, {}, [problem])
     names = [e.name for e in manifest.entries if e.is_secret]
-    return _report.ScanReport(directory, {path: names}, [])
+    root = _root_of(directory)
+    flat = counting(RootKind.FLAT, manifest)
+    if root is None:
+        note = (
+            "in a home's plugins/platforms/: its secrets are declared; "
+            f"as a flat plugins/{os.path.basename(os.path.abspath(directory))}/: {flat.reason}"
+        )
+        verdict = flat
+    else:
+        verdict = counting(root, manifest)
+        note = verdict.reason
+    problems = []
+    if verdict.problem is not None:
+        problems.append(Problem(path, verdict.problem, manifest.kind_line, "kind"))
+    secrets = {path: names} if verdict.declares or root is None else {}
+    return _report.ScanReport(directory, secrets, problems, {path: note})
 
 
 def _cmd_scan(args: argparse.Namespace) -> int:
@@ -345,7 +378,8 @@ def _cmd_scan(args: argparse.Namespace) -> int:
             for name, d in decl.secrets.items():
                 secrets.setdefault(_report.display_path(d.origin.path or "?", cwd), []).append(name)
             problems = [_report.relative_problem(p, cwd) for p in decl.problems]
-            reports.append(_report.ScanReport(audited.home_name(home), secrets, problems))
+            notes = {_report.display_path(p, cwd): why for p, why in decl.ignored.items()}
+            reports.append(_report.ScanReport(audited.home_name(home), secrets, problems, notes))
     if args.json:
         print(_report.format_json(_report.scan_json(reports)), end="")
     else:

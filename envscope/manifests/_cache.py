@@ -160,6 +160,7 @@ def _retain(previous: HomeDeclarations | None, result: ScanResult) -> HomeDeclar
             deny_prefixes=result.deny_prefixes,
             complete=result.complete,
             problems=result.problems,
+            ignored=result.ignored,
         )
     secrets: dict[str, Declaration] = dict(result.secrets)
     deny: dict[str, Origin] = dict(result.deny_prefixes)
@@ -173,6 +174,7 @@ def _retain(previous: HomeDeclarations | None, result: ScanResult) -> HomeDeclar
         deny_prefixes=MappingProxyType(deny),
         complete=result.complete,
         problems=result.problems,
+        ignored=result.ignored,
     )
 
 

@@ -57,11 +57,12 @@ from __future__ import annotations
 import errno as errno_mod
 import os
 from collections.abc import Mapping, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from envscope.errors import ManifestError
 from envscope.files._fs import FileSystem
+from envscope.manifests._counting import counting
 from envscope.manifests._probe import (
     MANIFEST_NAMES,
     RACY_WINDOW_NS,
@@ -109,6 +110,8 @@ class ScanResult:
     racy: bool
     changed: tuple[str, ...] = ()
     """Manifests that changed between the probe and the read (the cache probes again)."""
+    ignored: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Readable manifests that declare nothing (a flat plugin not of kind platform): why."""
 
     @property
     def complete(self) -> bool:
@@ -124,11 +127,12 @@ def _describe(err: int | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Parsed:
-    """What one readable manifest declares: whether it counts, its prefix, its secrets."""
+    """What one readable manifest declares: whether it counts (and why), its prefix, its secrets."""
 
-    counted: bool  # a platform root, or ``kind: platform``
+    counted: bool  # _counting.counting: a platform root, or a platform kind
     prefix: str
     secrets: tuple[Declaration, ...]
+    reason: str = ""  # in words, for a manifest that declares nothing
 
 
 class _Builder:
@@ -141,6 +145,7 @@ class _Builder:
         self.problems: list[Problem] = []
         self.fatal: list[Problem] = []
         self.changed: list[str] = []
+        self.ignored: dict[str, str] = {}  # manifest path -> why it declares nothing
 
     def problem(self, root: Root, problem: Problem) -> None:
         self.problems.append(problem)
@@ -184,6 +189,8 @@ class _Builder:
                 parsed[cand] = found
         if found.counted:
             self.plugin_prefixes.add(found.prefix)
+        else:
+            self.ignored[cand.manifest] = found.reason
         for decl in found.secrets:
             self.secrets.setdefault(decl.name, decl)
 
@@ -219,8 +226,11 @@ class _Builder:
         except ManifestError as exc:
             fail(exc.message, line=exc.line, fld=exc.field)
             return None
-        if not (root.kind.is_platform or manifest.is_platform):
-            return Parsed(False, "", ())
+        verdict = counting(root.kind, manifest)
+        if verdict.problem is not None:  # a near miss of kind: platform, read as one
+            fail(verdict.problem, line=manifest.kind_line, fld="kind")
+        if not verdict.declares:
+            return Parsed(False, "", (), verdict.reason)
         secrets: dict[str, Declaration] = {}
         for entry in manifest.entries:
             if not entry.is_secret:
@@ -287,4 +297,5 @@ def scan(
         fatal=tuple(b.fatal),
         racy=found.racy,
         changed=tuple(b.changed),
+        ignored=MappingProxyType(b.ignored),
     )

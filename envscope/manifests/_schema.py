@@ -84,11 +84,7 @@ class Manifest:
     name: str | None
     kind: str | None
     entries: tuple[ManifestEntry, ...]
-
-    @property
-    def is_platform(self) -> bool:
-        """True when the manifest says ``kind: platform``."""
-        return self.kind == PLATFORM_KIND
+    kind_line: int | None = None  # where ``kind`` is (``_counting`` decides what it means)
 
 
 def env_name_problem(name: str) -> str | None:
@@ -174,7 +170,7 @@ def _validator() -> Callable[[Document, str], Manifest]:
             for section in ENV_SECTIONS
             for index, entry in enumerate(getattr(model, section) or ())
         )
-        return Manifest(path, model.name, model.kind, entries)
+        return Manifest(path, model.name, model.kind, entries, doc.lines.get(("kind",)))
 
     return validate
 

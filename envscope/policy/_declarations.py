@@ -151,7 +151,8 @@ class HomeDeclarations:
     ``deny_prefixes`` come from plugins that could not be read: every
     secret-suffixed name under one of them is denied. ``complete`` is False
     when any part of the scan failed; ``problems`` says what and where.
-    Unhashable: it holds mappings.
+    ``ignored`` maps each readable manifest that declares nothing (a flat
+    plugin not of kind ``platform``) to why, in words. Unhashable: it holds mappings.
     """
 
     secrets: Mapping[str, Declaration] = field(default_factory=lambda: EMPTY_MAPPING)
@@ -160,6 +161,7 @@ class HomeDeclarations:
     complete: bool = True
     problems: tuple[Problem, ...] = ()
     generation: int = 0
+    ignored: Mapping[str, str] = field(default_factory=lambda: EMPTY_MAPPING)
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from envscope.audit.trace import BuildWarning, Trace
@@ -368,6 +368,7 @@ class ScanReport:
     label: str
     secrets: Mapping[str, Sequence[str]]  # manifest path → declared secret names
     problems: Sequence[Problem]
+    notes: Mapping[str, str] = field(default_factory=dict)  # manifest path → what the host does
 
 
 def format_scan(reports: Iterable[ScanReport]) -> str:
@@ -376,8 +377,13 @@ def format_scan(reports: Iterable[ScanReport]) -> str:
     total = 0
     for report in reports:
         lines.append(printable(f"{report.label}:"))
-        for path, names in sorted(report.secrets.items()):
-            lines.append(printable(f"  {path}: {', '.join(sorted(names)) or '(no secrets)'}"))
+        for path in sorted({*report.secrets, *report.notes}):
+            names = report.secrets.get(path)
+            note = report.notes.get(path)
+            if names is not None:
+                lines.append(printable(f"  {path}: {', '.join(sorted(names)) or '(no secrets)'}"))
+            if note is not None:  # what the host makes of it, under its names or on its own
+                lines.append(printable(f"    {note}" if names is not None else f"  {path}: {note}"))
         for problem in report.problems:
             lines.append(printable(f"  problem: {problem}"))
         total += len(report.problems)
@@ -393,6 +399,7 @@ def scan_json(reports: Iterable[ScanReport]) -> JsonDict:
             {
                 "label": r.label,
                 "secrets": {p: sorted(n) for p, n in sorted(r.secrets.items())},
+                "notes": dict(sorted(r.notes.items())),
                 "problems": [
                     {"path": p.path, "line": p.line, "field": p.field, "message": p.message}
                     for p in r.problems

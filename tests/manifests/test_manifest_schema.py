@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 
 import envscope.files._yaml as yaml_reader
 from envscope.errors import FileError, ManifestError
+from envscope.manifests._counting import counting
+from envscope.manifests._probe import RootKind
 from envscope.manifests._schema import (
     MAX_MANIFEST_BYTES,
     Manifest,
@@ -138,7 +140,7 @@ def test_good_manifest_entries(
     manifest = parse_manifest(path.read_bytes(), str(path))
     assert manifest.path == str(path)
     assert manifest.name == name
-    assert manifest.is_platform is platform
+    assert counting(RootKind.FLAT, manifest).declares is platform
     assert secrets(manifest) == expected
 
 
@@ -199,11 +201,11 @@ def test_password_is_an_alias_of_secret(text: str, flag: bool | None) -> None:
 
 @pytest.mark.parametrize(
     ("kind", "platform"),
-    [("kind: platform", True), ("kind: tool", False), ("", False), ("kind: Platform", False)],
+    [("kind: platform", True), ("kind: tool", False), ("", False), ("kind: Platform", True)],
 )
-def test_is_platform_only_for_kind_platform(kind: str, platform: bool) -> None:
-    """``is_platform`` is true exactly for ``kind: platform``."""
-    assert parse(f"name: p\n{kind}\n").is_platform is platform
+def test_a_flat_manifest_declares_for_a_platform_kind(kind: str, platform: bool) -> None:
+    """A flat manifest declares for ``kind: platform`` and its near misses (test_counting.py)."""
+    assert counting(RootKind.FLAT, parse(f"name: p\n{kind}\n")).declares is platform
 
 
 @pytest.mark.parametrize(
