@@ -157,6 +157,8 @@ class LaunchState:
         self._dotenv_keys: set[str] = set()
         self._managed_keys: set[str] = set()
         self.managed_values: dict[str, str] | None = None
+        # each managed key the launch load wrote: (the value written, the value it replaced)
+        self._managed_applied: dict[str, tuple[str, str | None]] = {}
         self.launch_values: Mapping[str, str] = MappingProxyType({})
         self._residue_keep: frozenset[str] | None = None  # never-residue + managed keys
         self._applied: set[str] = set()
@@ -183,11 +185,37 @@ class LaunchState:
         with self.lock:
             self.sources.append(source)
 
+    def managed_inputs(self) -> dict[str, str]:
+        """What the managed file's ``${VAR}`` expands against: the env it is applied over.
+
+        The process env, except that a key the managed file itself wrote (and
+        that still holds what it wrote) reads as the value it replaced: so
+        ``PATH=/opt/corp/bin:${PATH}`` expands once, however often it is read.
+        """
+        env = snapshot_env(self.environ, "environ")
+        with self.lock:
+            applied = list(self._managed_applied.items())
+        for key, (written, replaced) in applied:
+            if env.get(key) != written:
+                continue  # changed since: the current value is what the file is applied over
+            if replaced is None:
+                del env[key]
+            else:
+                env[key] = replaced
+        return env
+
     def read_managed(self) -> dict[str, str]:
-        """(Re)read the managed file; its keys are never residue from now on."""
+        """(Re)read the managed file; its keys are never residue from now on.
+
+        ``${VAR}`` expands as python-dotenv's ``override=True`` load does: the
+        file's earlier values first, then the env it is applied over
+        (``managed_inputs``).
+        """
         if self.managed_path is None:
             return {}
-        values = read_dotenv(self.managed_path, override=True, missing_ok=False)
+        values = read_dotenv(
+            self.managed_path, environ=self.managed_inputs(), override=True, missing_ok=False
+        )
         with self.lock:
             self.managed_values = values
             self._managed_keys.update(values)
@@ -221,6 +249,12 @@ class LaunchState:
                 with self.lock:
                     self._applied.add(key)
         for key, value in self.read_managed().items():
+            previous = environ.get(key)
+            with self.lock:
+                record = self._managed_applied.get(key)
+                # written before and untouched since: it still replaces the original value
+                replaced = record[1] if record is not None and record[0] == previous else previous
+                self._managed_applied[key] = (value, replaced)
             environ[key] = value
         with self.lock:
             self.launch_values = MappingProxyType({**self.launch_values, **loaded})
