@@ -114,6 +114,7 @@ class EnvValueError(EnvscopeError):
 
     def __init__(self, key: str, message: str) -> None:
         self.key = key
+        self.reason = message
         super().__init__(f"{key!r}: {message}")
 
 

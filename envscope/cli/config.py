@@ -37,7 +37,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from envscope._inputs import text_path
-from envscope.errors import ConfigFileError, ConfigurationError
+from envscope.errors import ConfigFileError, ConfigurationError, EnvValueError
 from envscope.files._trusted_file import check_trusted, read_file
 from envscope.policy._declarations import Origin, OriginKind
 from envscope.policy.surfaces import Inherit, Surface, SurfacePolicy
@@ -45,6 +45,7 @@ from envscope.policy.surfaces import Inherit, Surface, SurfacePolicy
 if TYPE_CHECKING:
     import pydantic
 
+    from envscope.files._yaml import Document
     from envscope.host import Host
 
 __all__ = [
@@ -215,6 +216,28 @@ def _model() -> type[pydantic.BaseModel]:
     return ConfigDoc
 
 
+def _surface_policy(path: str, doc: Document, name: str, doc_s: Any) -> SurfacePolicy:
+    """One surface's policy; what ``SurfacePolicy`` refuses names this file, line and field."""
+    try:
+        return SurfacePolicy(
+            inherit=None if doc_s.inherit is None else Inherit(doc_s.inherit),
+            include=tuple(doc_s.include),
+            exclude=tuple(doc_s.exclude),
+            set_env=MappingProxyType(dict(doc_s.set)),
+            origin=Origin(OriginKind.SURFACE, f"surfaces.{name}", path=path),
+            default_excludes=doc_s.default_excludes,
+        )
+    except EnvValueError as exc:  # a set value: its key is the field
+        where: tuple[str, ...] = ("surfaces", name, "set", exc.key)
+        message = exc.reason
+    except ConfigurationError as exc:  # "include: item 0 ..." names the field itself
+        field_name, _, message = str(exc).partition(": ")
+        where = ("surfaces", name, field_name)
+    raise ConfigFileError(
+        path, message, field=".".join(where), line=doc.lines.get(where) or doc.lines.get(where[:2])
+    )
+
+
 def load_config(path: str, *, trusted: bool = True) -> HostConfig:
     """Read and validate ``envscope.yaml``; a ``ConfigFileError`` names the file and field.
 
@@ -251,14 +274,7 @@ def load_config(path: str, *, trusted: bool = True) -> HostConfig:
             raise ConfigFileError(path, str(exc), field=key) from None
 
     surfaces = {
-        Surface(name): SurfacePolicy(
-            inherit=None if doc_s.inherit is None else Inherit(doc_s.inherit),
-            include=tuple(doc_s.include),
-            exclude=tuple(doc_s.exclude),
-            set_env=MappingProxyType(dict(doc_s.set)),
-            origin=Origin(OriginKind.SURFACE, f"surfaces.{name}", path=path),
-            default_excludes=doc_s.default_excludes,
-        )
+        Surface(name): _surface_policy(path, doc, name, doc_s)
         for name, doc_s in parsed.surfaces.items()
     }
     config = HostConfig(

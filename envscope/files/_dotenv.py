@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from envscope._inputs import valid_name
 from envscope.errors import DotenvError
@@ -158,6 +158,40 @@ def _interpolate(
         return None
     out.append(value[cursor:])
     return "".join(out)
+
+
+class _Recorder(Mapping[str, str]):
+    """An empty env that records each name looked up in it (``references``)."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def __contains__(self, name: object) -> bool:
+        if isinstance(name, str) and name not in self.names:
+            self.names.append(name)
+        return False
+
+    def __getitem__(self, name: str) -> str:
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def references(value: str) -> list[str]:
+    """The names ``${NAME}``/``${NAME:-default}`` in ``value`` refers to, in order, once each.
+
+    Found by the one scanner interpolation uses, so a value has a reference
+    exactly when a dotenv load would expand something in it.
+    """
+    if "${" not in value:
+        return []
+    recorder = _Recorder()
+    _interpolate(value, recorder)
+    return recorder.names
 
 
 def _too_large() -> str:

@@ -236,10 +236,34 @@ class SurfacePolicy:
         _set(self, "inherit_given", given is not None)
         _set(self, "include", _globs(name_list(self.include, "include"), "include"))
         _set(self, "exclude", _globs(name_list(self.exclude, "exclude"), "exclude"))
-        _set(self, "set_env", MappingProxyType(coerce_extra(self.set_env)))
+        _set(self, "set_env", MappingProxyType(_literal(coerce_extra(self.set_env))))
 
     def __repr__(self) -> str:
         return record_repr(self, masked=("set_env",))
+
+
+def _literal(set_env: dict[str, str]) -> dict[str, str]:
+    """``set_env`` unchanged, or an ``EnvValueError`` naming the first key whose value refers.
+
+    A ``set`` value is given to the child as written: ``${NAME}`` in it is
+    never expanded, so a value that holds one (found by the dotenv reader's own
+    scanner) is refused rather than handed over literally. The error names the
+    key and the referenced name, never the value or a default.
+    """
+    from envscope.files._dotenv import references
+
+    for key, value in set_env.items():
+        names = references(value)
+        if names:
+            from envscope.errors import EnvValueError
+
+            raise EnvValueError(
+                key,
+                f"the value refers to ${{{names[0]}}}, but a surface's set values are "
+                "literal (the child would get the reference as written); write the value "
+                "itself, or set the name in the managed file, whose ${VAR} expands",
+            )
+    return set_env
 
 
 def _globs(globs: tuple[str, ...], field_name: str) -> tuple[str, ...]:
