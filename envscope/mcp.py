@@ -37,8 +37,9 @@ from envscope._mcp_formats import (
     read_config,
     strip_jsonc,
 )
-from envscope.audit.trace import Action, Decision, Reason, Stage, Trace
+from envscope.audit.trace import NULL_TRACE, Action, Decision, Reason, Stage, Trace
 from envscope.errors import ConfigFileError, ConfigurationError
+from envscope.pipeline.stages import at_cwd
 from envscope.policy._declarations import Origin, OriginKind
 from envscope.policy.surfaces import Surface
 
@@ -125,6 +126,7 @@ def stdio_server_parameters(
         trace=trace,
         resolved=resolved,
     )
+    at_cwd(child, cwd, NULL_TRACE if trace is None else trace)
     added = sdk_added_names(child)
     if added and sdk_defaults == "refuse":
         raise ConfigurationError(

@@ -6,6 +6,7 @@ hands it to the standard call. An ``env=`` keyword is refused: the env is
 envscope's to build; pass ``extra=`` (explicit values) or ``passthrough=``.
 ``trace=`` (a ``Trace``) records the build's decisions, as
 ``host.build_subprocess_env(trace=...)`` does; it never reaches ``subprocess``.
+With ``cwd=``, the child's ``PWD`` is that directory, not the launcher's.
 
 Executor threads do not inherit context variables, so a routed binding is
 lost in ``loop.run_in_executor(...)`` or ``executor.submit(...)``.
@@ -25,7 +26,9 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from envscope.audit.trace import NULL_TRACE
 from envscope.errors import ConfigurationError
+from envscope.pipeline.stages import at_cwd
 from envscope.policy.surfaces import Surface
 
 if TYPE_CHECKING:
@@ -64,13 +67,16 @@ def _env(
     grant: Sequence[str],
     trace: Trace | None,
 ) -> dict[str, str]:
-    """The child env for one spawn; an ``env=`` keyword is a ``ConfigurationError``."""
+    """The child env for one spawn; an ``env=`` keyword is a ``ConfigurationError``.
+
+    With ``cwd=`` the child's ``PWD`` is that directory (``stages.at_cwd``).
+    """
     if "env" in kwargs:
         raise ConfigurationError(
             f"envscope.spawn.{call}: env= is refused, the child env is built by envscope; "
             "pass extra= for explicit values or passthrough= for names"
         )
-    return host.build_subprocess_env(
+    env = host.build_subprocess_env(
         surface=surface,
         extra=extra,
         passthrough=passthrough,
@@ -78,6 +84,7 @@ def _env(
         grant=grant,
         trace=trace,
     )
+    return at_cwd(env, kwargs.get("cwd"), NULL_TRACE if trace is None else trace)
 
 
 def run(

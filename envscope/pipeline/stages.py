@@ -34,6 +34,7 @@ __all__ = [
     "Entries",
     "Entry",
     "apply_managed",
+    "at_cwd",
     "from_entries",
     "index",
     "is_forced",
@@ -333,4 +334,28 @@ def validate_block(
             f"the env block is {total} bytes, over the {max_total_bytes}-byte limit "
             f"(largest entry: {largest[1]} bytes)",
         )
+    return env
+
+
+_SPAWN_ORIGIN = Origin(OriginKind.CALLER, "cwd=")
+
+
+def at_cwd(env: dict[str, str], cwd: object, trace: Trace = NULL_TRACE) -> dict[str, str]:
+    """``env`` told where the child runs: ``PWD`` is ``cwd`` (absolute), when ``env`` has one.
+
+    A built env inherits the launcher's ``PWD`` (a global name); a child started
+    in another directory (``cwd=``) that trusts ``$PWD`` (a shell, Node, ``git``
+    wrappers) would work in the launcher's directory instead. ``PWD`` is set to
+    the directory the spawn changes to, as a shell's ``cd`` does (the logical
+    path: symlinks kept); an env without ``PWD`` (an allowlist surface) stays
+    without. ``cwd`` is what ``subprocess`` accepts (a path, bytes, a path-like)
+    or None (nothing changes). Changes ``env`` in place and returns it.
+    """
+    if cwd is None or "PWD" not in env:
+        return env
+    import os
+
+    here = os.path.abspath(os.fsdecode(os.fspath(cwd)))  # type: ignore[call-overload]
+    env["PWD"] = here
+    trace.record("PWD", Action.OVERRIDDEN, Stage.EXTRA, Reason.SPAWN_CWD, _SPAWN_ORIGIN, value=here)
     return env

@@ -74,6 +74,7 @@ class Reason(enum.Enum):
     PROVIDER_KEY = "provider-key"
     VALUES_KEPT = "values-kept"
     MCP_SDK_DEFAULT = "mcp-sdk-default"
+    SPAWN_CWD = "spawn-cwd"
 
     @property
     def sentence(self) -> str:
@@ -127,6 +128,7 @@ _SENTENCES: dict[Reason, str] = {
     Reason.PROVIDER_KEY: "a credentialed child's own model-provider key (the whole value)",
     Reason.VALUES_KEPT: "holds a secret value; the host keeps copies (strip_value_aliases=False)",
     Reason.MCP_SDK_DEFAULT: "added by the MCP SDK from os.environ (sdk_defaults='allow')",
+    Reason.SPAWN_CWD: "the directory the spawn starts the child in (cwd=), not the launcher's",
 }
 
 # How Trace.summary() groups the reasons a key was removed.
