@@ -265,13 +265,28 @@ def load_config(path: str, *, trusted: bool = True) -> HostConfig:
     base = os.path.dirname(os.path.abspath(path))
 
     def rel(value: str | None, key: str) -> str | None:
-        """A path the config names, relative to its directory (a NUL in it: an error)."""
+        """A path the config names: ``~`` expanded, else relative to the config's directory.
+
+        A NUL in it, or a ``~`` that cannot be expanded (no ``HOME``, no such
+        user), is an error naming the file, line and field.
+        """
         if value is None:
             return None
+        where = tuple(key.split("."))
         try:
-            return os.path.normpath(os.path.join(base, text_path(value or ".", "the path")))
+            named = text_path(value or ".", "the path")
         except ConfigurationError as exc:
-            raise ConfigFileError(path, str(exc), field=key) from None
+            raise ConfigFileError(path, str(exc), field=key, line=doc.lines.get(where)) from None
+        expanded = os.path.expanduser(named)
+        if expanded.startswith("~"):
+            user = named.split("/", 1)[0].split(os.sep, 1)[0]
+            raise ConfigFileError(
+                path,
+                f"cannot expand {user} (HOME is not set, or no such user): write the path out",
+                field=key,
+                line=doc.lines.get(where),
+            )
+        return os.path.normpath(os.path.join(base, expanded))
 
     surfaces = {
         Surface(name): _surface_policy(path, doc, name, doc_s)

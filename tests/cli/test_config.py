@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,49 @@ def test_a_configured_home_that_is_missing_is_an_error(
     cfg = load_config(write(tmp_path, document))
     with pytest.raises(ConfigFileError, match=rf"envscope.yaml: {field}: names a home that is not"):
         cfg.resolve_home(home)
+
+
+# -- ~ in the paths the config names ------------------------------------------------
+
+PATH_FIELDS = {
+    "launch_home": "launch_home: '{p}'\n",
+    "homes.work": "launch_home: .\nhomes:\n  work: '{p}'\n",
+    "managed_env_file": "launch_home: .\nmanaged_env_file: '{p}'\n",
+    "bundled_plugins": "launch_home: .\nbundled_plugins: '{p}'\n",
+    "catalog": "launch_home: .\ncatalog: '{p}'\n",
+}
+
+
+def _named(config: object, field: str) -> str:
+    if field == "homes.work":
+        return config.homes["work"]  # type: ignore[attr-defined,no-any-return]
+    return getattr(config, field)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("field", sorted(PATH_FIELDS))
+@pytest.mark.parametrize("spelling", ["~", "~/profiles/x", "~root/profiles/x"])
+def test_a_tilde_path_is_expanded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, field: str, spelling: str
+) -> None:
+    """``~`` and ``~user`` expand as a shell does, in every path field (never ``./~``)."""
+    monkeypatch.setenv("HOME", str(tmp_path / "operator"))
+    config = tmp_path / "envscope.yaml"
+    config.write_text(PATH_FIELDS[field].format(p=spelling), encoding="utf-8")
+    named = _named(load_config(str(config)), field)
+    assert named == os.path.normpath(os.path.expanduser(spelling))
+    assert "~" not in named
+
+
+@pytest.mark.parametrize("field", sorted(PATH_FIELDS))
+def test_a_tilde_that_cannot_expand_names_the_file_line_and_field(
+    tmp_path: Path, field: str
+) -> None:
+    """``~nosuchuser/x`` is an error naming the file, line and field, not a relative path."""
+    config = tmp_path / "envscope.yaml"
+    config.write_text(PATH_FIELDS[field].format(p="~envscope-no-such-user/x"), encoding="utf-8")
+    with pytest.raises(ConfigFileError) as info:
+        load_config(str(config))
+    err = info.value
+    assert (err.path, err.field) == (str(config), field)
+    assert err.line == PATH_FIELDS[field].count("\n")
+    assert "~envscope-no-such-user" in err.message
