@@ -176,6 +176,11 @@ class LaunchState:
         return f"LaunchState(launch_home={self.launch_home!r})"
 
     @property
+    def loaded(self) -> bool:
+        """True once ``load()`` ran (the managed file's pins are in the process env)."""
+        return self._loads > 0
+
+    @property
     def dotenv_path(self) -> str:
         """The launch home's ``.env``."""
         return os.path.join(self.launch_home, ".env")

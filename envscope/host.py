@@ -412,6 +412,12 @@ class Host:
         target = self.launch_home if binding is None else binding.home
         routed = self.multiplex if binding is None else binding.routed
         launch = self._launch
+        if launch.managed_path is not None and not launch.loaded:
+            raise ConfigurationError(
+                f"the managed file {launch.managed_path} is configured but was never loaded: "
+                "call host.load_launch_env() before building a child env (the administrator's "
+                "pins would be skipped)"
+            )
         catalog, global_names = self._globals()
         return BuildRequest(
             options=self._options,

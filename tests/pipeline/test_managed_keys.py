@@ -150,3 +150,32 @@ def test_the_source_value_of_an_introduced_vector_never_reaches_a_child(
         assert got == {spelling: "/opt/admin/cc"}
     else:
         assert got == {}
+
+
+@pytest.mark.parametrize("surface", list(Surface), ids=lambda s: s.value)
+@pytest.mark.parametrize("routed", [False, True], ids=["launch", "routed"])
+def test_a_managed_file_never_loaded_is_a_loud_error(
+    make_host: HostFactory, homes: dict[str, Path], surface: Surface, routed: bool
+) -> None:
+    """Forgetting load_launch_env() with a managed file configured: no build skips the pins."""
+    from envscope import ConfigurationError
+
+    managed = homes["root"] / "managed.env"
+    managed.write_text("CORP_POLICY_URL=https://proxy.corp/v1\n")
+    host = make_host(managed_env_file=managed)
+
+    def build() -> dict[str, str]:
+        if not routed:
+            return host.build_subprocess_env(surface=surface)
+        with host.routed(homes["B"]):
+            return host.build_subprocess_env(surface=surface)
+
+    with pytest.raises(ConfigurationError) as info:
+        build()
+    assert str(managed) in str(info.value)
+    assert "load_launch_env()" in str(info.value)
+    assert "proxy.corp" not in str(info.value)
+    host.load_launch_env()
+    env = build()
+    if surface is not Surface.MCP:
+        assert env["CORP_POLICY_URL"] == "https://proxy.corp/v1"

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from envscope import Catalog, Host, StaticSource, Surface, Tier
-from envscope.errors import EnvscopeError, ManifestError, RoutingError
+from envscope.errors import ConfigurationError, EnvscopeError, ManifestError, RoutingError
 from envscope.policy.surfaces import MCP_SAFE_NAMES_WINDOWS
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 from tests.property.conftest import MACHINE_EXAMPLES
@@ -253,7 +253,7 @@ class HostMachine(RuleBasedStateMachine):
         for h, adapters in self.adapters.items():
             for name, requires in adapters.items():
                 host.register_adapter(name, requires, home=self.path(h))
-        self.host, self.multiplex = host, multiplex
+        self.host, self.multiplex, self.loaded = host, multiplex, load
         self.recorded, self.supplied = set(), set()
         self.caches = {h: HomeCache() for h in HOMES}  # a new host has a cold manifest cache
         self.introduced = set()
@@ -426,9 +426,17 @@ class HostMachine(RuleBasedStateMachine):
                 child = host.build_subprocess_env(
                     base, surface=surface, inherit_credentials=inherit
                 )
-        except (RoutingError, ManifestError) as exc:
+        except (RoutingError, ManifestError, ConfigurationError) as exc:
             error = exc
         assert refused is isinstance(error, RoutingError), f"{surface.value}: {error}"
+        if not self.loaded and not refused:  # the managed file was never loaded: refused
+            if isinstance(error, ManifestError):  # routed() scanned and failed first
+                assert failing, error
+            else:
+                assert type(error) is ConfigurationError, error
+                assert "never loaded" in str(error)
+            assert self.environ == environ_before, "the build changed the host's environ"
+            return
         assert bool(failing) is isinstance(error, ManifestError), error
         if isinstance(error, ManifestError):  # it names the failing file
             assert any(error.path.startswith(str(d)) for d in failing), error.path
