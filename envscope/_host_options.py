@@ -43,6 +43,7 @@ def host_options(
     change_notification: bool | None,
     refuse_redirecting: bool,
     mcp_families: Iterable[str],
+    drop_refused_extra: bool = False,
 ) -> HostOptions:
     """The ``Host`` keywords checked into one record (see ``Host`` for each one)."""
     _check_seams(catalog, fs)
@@ -54,6 +55,7 @@ def host_options(
         "strip_value_aliases": strip_value_aliases,
         "mcp_network_trust": mcp_network_trust,
         "refuse_redirecting": refuse_redirecting,
+        "drop_refused_extra": drop_refused_extra,
     }
     flags |= {"windows": windows} if windows is not None else {}
     flags |= {"change_notification": change_notification} if change_notification is not None else {}
@@ -87,6 +89,7 @@ def host_options(
         known_safe=frozenset(map(norm, name_list(known_safe, "known_safe"))),
         mcp_network_trust=mcp_network_trust,
         refuse_redirecting=refuse_redirecting,
+        drop_refused_extra=drop_refused_extra,
     )
 
 

@@ -93,6 +93,7 @@ class Host:
         change_notification: bool | None = None,
         refuse_redirecting: bool = False,
         mcp_families: Iterable[str] = (),
+        drop_refused_extra: bool = False,
     ) -> None:
         self.launch_home = home_identity(launch_home)
         check_flags({"multiplex": multiplex})
@@ -119,6 +120,7 @@ class Host:
             change_notification=change_notification,
             refuse_redirecting=refuse_redirecting,
             mcp_families=mcp_families,
+            drop_refused_extra=drop_refused_extra,
         )
         self._catalog = catalog
         self._environ: MutableMapping[str, str] = os.environ if environ is None else environ

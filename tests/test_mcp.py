@@ -177,9 +177,14 @@ def test_mcp_env_block_cannot_introduce_an_injection_vector(
 
 @pytest.mark.parametrize("surface", [s for s in Surface if s is not Surface.MCP])
 def test_other_surfaces_keep_the_extra_rule(make_host: HostFactory, surface: Surface) -> None:
-    """Elsewhere a Tier 1 extra is stripped unless granted; a grant must name extra."""
+    """Elsewhere a Tier 1 extra is refused (or, opted in, stripped) unless granted.
+
+    A grant must name extra.
+    """
     extra = {"TELEGRAM_BOT_TOKEN": LITERAL}
-    env = make_host().build_subprocess_env(surface=surface, extra=extra)
+    with pytest.raises(EnvValueError, match="grant="):
+        make_host().build_subprocess_env(surface=surface, extra=extra)
+    env = make_host(drop_refused_extra=True).build_subprocess_env(surface=surface, extra=extra)
     assert "TELEGRAM_BOT_TOKEN" not in env
     granted = make_host().build_subprocess_env(
         surface=surface, extra=extra, grant=["TELEGRAM_BOT_TOKEN"]

@@ -18,6 +18,7 @@ from envscope import (
     ConfigFileError,
     ConfigurationError,
     EnvscopeError,
+    EnvValueError,
     Host,
     PassthroughRefusedError,
     Reason,
@@ -195,7 +196,12 @@ def test_grant_hands_a_host_tool_its_key_on_every_surface(
     granted = build(host, homes["B"] if routed else None, surface=surface, extra=extra,
                     grant=["BROWSERBASE_API_KEY"])  # fmt: skip
     assert granted["BROWSERBASE_API_KEY"] == key
-    plain = build(host, homes["B"] if routed else None, surface=surface, extra=extra)
+    where = homes["B"] if routed else None
+    if surface is not Surface.MCP:  # without the grant: refused loudly, or (opted in) dropped
+        with pytest.raises(EnvValueError, match="grant="):
+            build(host, where, surface=surface, extra=extra)
+    dropping = make_host({"PATH": "/b", "BROWSERBASE_API_KEY": key}, drop_refused_extra=True)
+    plain = build(dropping, where, surface=surface, extra=extra)
     assert "BROWSERBASE_API_KEY" not in plain
     if routed:
         with host.routed(homes["B"]):
@@ -207,8 +213,13 @@ def test_grant_hands_a_host_tool_its_key_on_every_surface(
 @pytest.mark.parametrize("surface", list(Surface))
 def test_a_grant_names_one_exact_spelling(make_host: HostFactory, surface: Surface) -> None:
     """A grant of GH_TOKEN does not grant its case twin gh_token carrying another value."""
-    host = make_host({"PATH": "/b", "GITHUB_TOKEN": TOKEN, "TELEGRAM_BOT_TOKEN": BOT})
+    parent = {"PATH": "/b", "GITHUB_TOKEN": TOKEN, "TELEGRAM_BOT_TOKEN": BOT}
     extra = {"GH_TOKEN": TOKEN, "gh_token": BOT}
+    if surface is not Surface.MCP:  # the ungranted twin in plain extra is refused loudly
+        with pytest.raises(EnvValueError) as info:
+            make_host(parent).build_subprocess_env(surface=surface, extra=extra, grant=["GH_TOKEN"])
+        assert info.value.key == "gh_token"
+    host = make_host(parent, drop_refused_extra=True)
     env = host.build_subprocess_env(surface=surface, extra=extra, grant=["GH_TOKEN"])
     assert env.get("GH_TOKEN") == TOKEN
     assert "gh_token" not in env
@@ -602,8 +613,13 @@ def test_a_declared_name_with_surrounding_whitespace_is_still_declared(
     """Whitespace around a declared name (in extra or the base) does not slip it past the rule."""
     key = spelling.format(name)
     tier2_kept = surface is Surface.CREDENTIALED and name == "OPENAI_BASE_URL"
+    if not tier2_kept:  # in plain extra, a declared name this child may not get is refused
+        with pytest.raises(EnvValueError):
+            make_host().build_subprocess_env(surface=surface, extra={key: "caller-value-x"})
     for env in (
-        make_host().build_subprocess_env(surface=surface, extra={key: "caller-value-x"}),
+        make_host(drop_refused_extra=True).build_subprocess_env(
+            surface=surface, extra={key: "caller-value-x"}
+        ),
         make_host().build_subprocess_env({"PATH": "/b", key: "base-value-xx"}, surface=surface),
     ):
         assert (key in env) is tier2_kept

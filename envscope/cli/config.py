@@ -14,6 +14,7 @@ mcp_network_trust: true          # proxies and CA bundles reach MCP children (fa
 change_notification: true        # Linux: inotify in front of the manifest stamp (false: stamp)
 mcp_families: [desktop, ssh-agent]  # capabilities MCP children get: DISPLAY…, SSH_AUTH_SOCK
 refuse_redirecting: false        # true: extra/scopes may not set PATH, HOME, indexes, proxies…
+drop_refused_extra: false        # true: a declared name in extra is dropped (traced), not an error
 surfaces:
   script: {inherit: core, include: ["CI_*"], exclude: ["*_DEBUG"], set: {PAGER: cat}}
   terminal: {default_excludes: true}  # Codex's *KEY* *SECRET* *TOKEN* excludes
@@ -82,6 +83,7 @@ class HostConfig:
     change_notification: bool = True
     mcp_families: tuple[str, ...] = ()
     refuse_redirecting: bool = False
+    drop_refused_extra: bool = False
 
     def resolve_home(self, name_or_path: str | None) -> str:
         """A home named in ``homes`` (or ``launch``), else an existing directory.
@@ -135,6 +137,7 @@ class HostConfig:
             change_notification=self.change_notification,
             mcp_families=self.mcp_families,
             refuse_redirecting=self.refuse_redirecting,
+            drop_refused_extra=self.drop_refused_extra,
         )
 
 
@@ -212,6 +215,7 @@ def _model() -> type[pydantic.BaseModel]:
         change_notification: bool = True
         mcp_families: list[Literal["desktop", "ssh-agent"]] = Field(default_factory=list)
         refuse_redirecting: bool = False
+        drop_refused_extra: bool = False
 
     return ConfigDoc
 
@@ -308,6 +312,7 @@ def load_config(path: str, *, trusted: bool = True) -> HostConfig:
         change_notification=parsed.change_notification,
         mcp_families=tuple(parsed.mcp_families),
         refuse_redirecting=parsed.refuse_redirecting,
+        drop_refused_extra=parsed.drop_refused_extra,
     )
     if not trusted:
         for named, what in ((config.catalog, "catalog"), (config.managed_env_file, "managed file")):

@@ -72,6 +72,7 @@ class HostOptions:
     known_safe: frozenset[str]  # upper-cased: no "looks like a credential" warning
     mcp_network_trust: bool  # the proxy/CA family reaches MCP children
     refuse_redirecting: bool  # the redirecting family (PATH, HOME, indexes, proxies) too
+    drop_refused_extra: bool = False  # a declared name in extra: dropped and traced, not raised
 
     def global_names(self, catalog: Catalog) -> frozenset[str]:
         """Upper-cased names never stripped as launch residue, under ``catalog``."""

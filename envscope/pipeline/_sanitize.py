@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from envscope.audit.trace import NULL_TRACE, Action, Reason, Stage
-from envscope.errors import ConfigurationError, PassthroughRefusedError
+from envscope.errors import ConfigurationError, EnvValueError, PassthroughRefusedError
 from envscope.pipeline.decision import CALLER_ORIGIN, decide_all
 from envscope.pipeline.stages import (
     FORCE_PREFIX,
@@ -71,6 +71,8 @@ class SanitizeOptions:
     managed: Mapping[str, str] = field(default_factory=dict)  # the managed file's entries
     # On the mcp surface ``extra`` is the server's env block: the operator's grant.
     extra_is_block: bool = False
+    # a declared name in plain extra this child may not get: dropped (traced), else an error
+    drop_refused_extra: bool = False
     grant: frozenset[str] = frozenset()  # exact spellings of extra keys received as given
     resolved: frozenset[str] = frozenset()  # block keys the host resolved: not the operator's
 
@@ -166,19 +168,48 @@ def _decide(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
     """Stage 4 (f): one verdict per entry (``decision.decide_all``), each recorded.
 
     Decided after every filter, by name and by value, so no filter can hide
-    the original; what keeps an entry the rule would withhold is named.
+    the original; what keeps an entry the rule would withhold is named. A
+    declared name the caller put in plain ``extra`` that this child may not
+    get is an ``EnvValueError`` (``_refuse_extra``), unless the host opted
+    into ``drop_refused_extra``.
     """
     items = list(out.items())
     verdicts = decide_all(options.rule, [entry for _, entry in items])
-    for (idx, (key, value, _)), verdict in zip(items, verdicts, strict=True):
+    # the caller's own extra (an MCP block is the operator's config: its entries are traced)
+    refuse_extra = not (options.drop_refused_extra or options.extra_is_block)
+    for (idx, (key, value, layer)), verdict in zip(items, verdicts, strict=True):
         if verdict is None:
             continue
         action = Action.KEPT
         if verdict.withheld:
+            if layer is Layer.EXTRA and verdict.reason in _NAME_TIERS and refuse_extra:
+                _refuse_extra(key, verdict.reason)
             del out[idx]
             action = Action.STRIPPED
         reason, origin, note = verdict.reason, verdict.origin, verdict.note
         trace.record(key, action, Stage.SANITIZE, reason, origin, note, value=value)
+
+
+_NAME_TIERS = frozenset({Reason.TIER1, Reason.TIER2})
+
+
+def _refuse_extra(key: str, reason: Reason) -> None:
+    """A declared name the caller put in ``extra`` that this child may not get: an error.
+
+    Dropping it would hand the child an env without what the caller meant it
+    to have, in silence. The error names the key and the fix, never the value.
+    """
+    if reason is Reason.TIER1:
+        why = "a Tier 1 secret this child may not get"
+        fix = f"hand it over with grant=[{key!r}]"
+    else:
+        why = "a Tier 2 credential this child does not inherit"
+        fix = f"hand it over with grant=[{key!r}] (or inherit_credentials=True)"
+    raise EnvValueError(
+        key,
+        f"extra: {why}; {fix}, or remove it from extra (Host(drop_refused_extra=True) drops "
+        "such a name with a trace record instead)",
+    )
 
 
 def _drop(out: Entries, indexes: Iterable[str], reason: Reason, trace: Trace) -> None:

@@ -230,6 +230,7 @@ def _sanitize_options(
         ),
         managed=request.managed,
         extra_is_block=surface is Surface.MCP,
+        drop_refused_extra=options.drop_refused_extra,
         grant=request.granted,
         resolved=request.resolved,
         fold=fold,

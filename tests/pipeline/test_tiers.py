@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from envscope import FORCE_PREFIX, Action, Catalog, Reason, Surface, Tier, Trace
+from envscope import FORCE_PREFIX, Action, Catalog, EnvValueError, Reason, Surface, Tier, Trace
 from tests.conftest import HostFactory, fake_env
 
 CATALOG = Catalog.default()
@@ -129,10 +129,53 @@ def test_posix_keeps_undeclared_case_twins(make_host: HostFactory, windows: bool
 
 def test_caller_extra_reaches_child_but_declared_extra_does_not(make_host: HostFactory) -> None:
     """An undeclared extra reaches the child; a declared one is stripped after merging."""
-    env = make_host().build_subprocess_env(
+    env = make_host(drop_refused_extra=True).build_subprocess_env(
         {}, extra={"MY_CUSTOM_VAR": "caller-value", "OPENAI_BASE_URL": "x"}
     )
     assert env == {"MY_CUSTOM_VAR": "caller-value"}
+
+
+# (the name in extra, the surface, the grant, how the build answers: None = it is kept)
+REFUSED_EXTRAS = [
+    ("TELEGRAM_BOT_TOKEN", Surface.TERMINAL, (), "Tier 1"),
+    ("TELEGRAM_BOT_TOKEN", Surface.CREDENTIALED, (), "Tier 1"),
+    ("telegram_bot_token", Surface.SCRIPT, (), "Tier 1"),
+    ("OPENAI_API_KEY", Surface.TERMINAL, (), "Tier 2"),
+    ("OPENAI_API_KEY", Surface.WORKER, (), "Tier 2"),
+    ("OPENAI_API_KEY", Surface.TERMINAL, ("OPENAI_API_KEY",), None),
+    ("OPENAI_API_KEY", Surface.CREDENTIALED, (), None),
+    ("MY_CUSTOM_VAR", Surface.TERMINAL, (), None),
+]
+
+
+@pytest.mark.parametrize(("name", "surface", "grant", "tier"), REFUSED_EXTRAS)
+def test_a_declared_name_in_extra_is_a_loud_error(
+    make_host: HostFactory, name: str, surface: Surface, grant: tuple[str, ...], tier: str | None
+) -> None:
+    """A name the build would drop for want of a grant is an EnvValueError naming key and fix.
+
+    ``drop_refused_extra=True`` drops it instead, with the trace's reason.
+    """
+    value = "caller-value-0000000001"
+    kwargs = {"surface": surface, "extra": {name: value}, "grant": list(grant)}
+    if tier is None:
+        assert make_host().build_subprocess_env({}, **kwargs)[name] == value  # type: ignore[arg-type]
+        return
+    with pytest.raises(EnvValueError) as info:
+        make_host().build_subprocess_env({}, **kwargs)  # type: ignore[arg-type]
+    assert info.value.key == name
+    assert tier in str(info.value)
+    assert f"grant=[{name!r}]" in str(info.value)
+    assert ("inherit_credentials" in str(info.value)) is (tier == "Tier 2")
+    assert value not in str(info.value)
+    trace = Trace()
+    dropped = make_host(drop_refused_extra=True).build_subprocess_env(
+        {},
+        trace=trace,
+        **kwargs,  # type: ignore[arg-type]
+    )
+    assert name not in dropped
+    assert trace.for_key(name)[-1].reason in (Reason.TIER1, Reason.TIER2)
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import pytest
 from envscope import (
     FORCE_PREFIX,
     ConfigurationError,
+    EnvValueError,
     PassthroughRefusedError,
     SecretSource,
     StaticSource,
@@ -64,12 +65,15 @@ def test_credential_names_never_reach_a_child(
     elif mode == "extra":
         kwargs["extra"] = dict(CREDENTIALS)
     # refused loudly, nothing reaches a child: a passthrough of a declared name, a forced
-    # key in an MCP server's block (a configuration error)
-    loud = (
+    # key in an MCP server's block (a configuration error), a declared name in plain extra
+    # (an MCP block's entry naming a source credential is dropped and traced)
+    loud: tuple[type[Exception], ...] = (
         (ConfigurationError,)
         if mode == "force" and surface is Surface.MCP
         else (PassthroughRefusedError,)
         if mode == "passthrough"
+        else (EnvValueError,)
+        if mode == "extra" and surface is not Surface.MCP
         else ()
     )
     try:

@@ -77,7 +77,10 @@ def build(
     surface: Surface,
 ) -> dict[str, str]:
     """One child env, routed to B with ``scope`` when one is given."""
-    host = Host(_ROOT / "A", environ=dict(base), catalog=CATALOG, windows=windows)
+    # random extras name declared names: dropped and traced (what the fold compares)
+    host = Host(
+        _ROOT / "A", environ=dict(base), catalog=CATALOG, windows=windows, drop_refused_extra=True
+    )
     kwargs = {"surface": surface, "extra": extra, "passthrough": passthrough}
     if scope is None:
         return host.build_subprocess_env(**kwargs)  # type: ignore[arg-type]
