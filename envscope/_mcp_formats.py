@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from envscope._inputs import valid_name
+from envscope._inputs import DEFAULT_MAX_ENV_BYTES, WINDOWS, valid_name
 from envscope.errors import ConfigFileError, DotenvError
 from envscope.pipeline.stages import FORCE_PREFIX
 
@@ -75,8 +75,10 @@ class McpServerConfig:
     env_file: str | None = None
 
     def __repr__(self) -> str:
-        keys = sorted(self.env)  # the env block's names, never its values
-        return f"McpServerConfig(name={self.name!r}, command={self.command!r}, env_keys={keys!r})"
+        # the env block's names; never a value, nor the resolved command, args or cwd (a
+        # ${NAME} reference may have put a host value in them)
+        keys = sorted(self.env)
+        return f"McpServerConfig(name={self.name!r}, path={self.path!r}, env_keys={keys!r})"
 
     @property
     def where(self) -> str:
@@ -94,12 +96,17 @@ class _At:
 
     path: str
     field: str
+    source: str = "the host environment"  # what a ${NAME} is read from (for errors)
 
     def error(self, message: str) -> ConfigFileError:
         return ConfigFileError(self.path, message, field=self.field)
 
     def child(self, name: str) -> _At:
-        return _At(self.path, f"{self.field}.{name}")
+        return _At(self.path, f"{self.field}.{name}", self.source)
+
+    def at(self, field_path: str) -> _At:
+        """Another field of the same file, read from the same source."""
+        return _At(self.path, field_path, self.source)
 
 
 Expand = Callable[[str, Mapping[str, str], _At], str]
@@ -125,12 +132,41 @@ def _references(value: str) -> list[tuple[int, int, str]]:
     return found
 
 
+_KINDS = ("env", "input", "config", "command")  # VS Code's ${kind:…} prefixes
+
+
+def shown(inner: str) -> str:
+    """A reference as an error may show it: its kind and name, never a default or the rest.
+
+    ``${NAME:-tok}`` shows as ``${NAME…}``, ``${env:NAME:=tok}`` as
+    ``${env:NAME…}``: what follows the name (an operator, a default someone
+    typed a token into) is never echoed. The editor's other kinds
+    (``${config:…}``, ``${input:…}``, ``${command:…}``) show no more than
+    their kind.
+    """
+    kind, sep, body = inner.partition(":")
+    prefix = f"{kind}:" if sep and kind in _KINDS else ""
+    if prefix and kind != "env":
+        return "${" + prefix + "…}"
+    if not prefix:
+        body = inner
+    end = 0
+    while end < len(body) and (body[end].isascii() and (body[end].isalnum() or body[end] == "_")):
+        end += 1
+    return "${" + prefix + body[:end] + ("…" if end < len(body) else "") + "}"
+
+
 def _substitute(value: str, at: _At, resolve: Callable[[str], str]) -> str:
     if "${" not in value:
         return value
     out: list[str] = []
     cursor = 0
     for start, end, inner in _references(value):
+        if "${" in inner:  # ${A:-${B}/x}: the client reads the first "}" as the end
+            raise at.error(
+                f"{shown(inner)} holds another ${{…}} reference, which the client does not "
+                "resolve inside a reference: write the default out"
+            )
         out.append(value[cursor:start])
         out.append(resolve(inner))
         cursor = end
@@ -138,18 +174,18 @@ def _substitute(value: str, at: _At, resolve: Callable[[str], str]) -> str:
     return "".join(out)
 
 
-def _lookup(name: str, environ: Mapping[str, str], at: _At, shown: str) -> str:
+def _lookup(name: str, environ: Mapping[str, str], at: _At, inner: str) -> str:
     if not valid_name(name):
-        raise at.error(f"{shown} is not a valid variable reference")
+        raise at.error(f"{shown(inner)} is not a valid variable reference")
     found = environ.get(name)
     if found is None:
-        raise at.error(f"{shown} is not set in the host environment")
+        raise at.error(f"{shown(inner)} is not set in {at.source}")
     return found
 
 
 def expand_braces(value: str, environ: Mapping[str, str], at: _At) -> str:
     """Agent-host YAML: ``${NAME}`` is ``environ[NAME]``; unset or invalid is an error."""
-    return _substitute(value, at, lambda inner: _lookup(inner, environ, at, f"${{{inner}}}"))
+    return _substitute(value, at, lambda inner: _lookup(inner, environ, at, inner))
 
 
 def expand_shell_default(value: str, environ: Mapping[str, str], at: _At) -> str:
@@ -159,11 +195,11 @@ def expand_shell_default(value: str, environ: Mapping[str, str], at: _At) -> str
         name, sep, default = inner.partition(":-")
         if sep:
             if not valid_name(name) or ":" in name:
-                raise at.error(f"${{{name}:-…}} is not a valid variable reference")
+                raise at.error(f"{shown(inner)} is not a valid variable reference")
             return environ.get(name) or default
         if ":" in name:
-            raise at.error(f"${{{name}}} is not a valid variable reference")
-        return _lookup(name, environ, at, f"${{{name}}}")
+            raise at.error(f"{shown(inner)} is not a valid variable reference")
+        return _lookup(name, environ, at, inner)
 
     return _substitute(value, at, one)
 
@@ -180,14 +216,14 @@ def expand_vscode(value: str, environ: Mapping[str, str], at: _At, *, workspace:
     def one(inner: str) -> str:
         kind, sep, name = inner.partition(":")
         if sep and kind == "env":
-            return _lookup(name, environ, at, f"${{env:{name}}}")
+            return _lookup(name, environ, at, inner)
         if sep and kind == "input":
             raise at.error(
-                f"${{input:{name}}} is prompted by the editor and cannot be resolved by a "
+                f"{shown(inner)} is prompted by the editor and cannot be resolved by a "
                 "host; put the value (or ${env:NAME}) in the config"
             )
         if not sep and inner == "userHome":
-            return _lookup("HOME", environ, at, "${userHome} (HOME)")
+            return _lookup("HOME", environ, at, "HOME")
         if not sep and inner in ("pathSeparator", "/"):
             return os.sep
         if not sep and inner == "workspaceFolder":
@@ -197,7 +233,7 @@ def expand_vscode(value: str, environ: Mapping[str, str], at: _At, *, workspace:
                     "directory (pass workspace=...)"
                 )
             return workspace
-        raise at.error(f"${{{inner}}} cannot be resolved outside the editor")
+        raise at.error(f"{shown(inner)} cannot be resolved outside the editor")
 
     return _substitute(value, at, one)
 
@@ -300,15 +336,42 @@ class _Reading:
     """What a reader needs besides the document: the file, the environ, the syntax."""
 
     path: str
-    environ: Mapping[str, str]
+    environ: Mapping[str, str]  # where names fold (Windows): keyed upper-cased
     expand: Expand | None  # None: the format has no interpolation
+    source: str = "the host environment"  # what the environ is, for errors
+    fold: bool = False  # Windows: ${env:WINDIR} reads windir
 
     def resolve(self, value: str, at: _At) -> str:
         return value if self.expand is None else self.expand(value, self.environ, at)
 
+    def get(self, name: str) -> str | None:
+        """A forwarded name's value (folded where names fold: ``environ`` is a ``_FoldedEnv``)."""
+        return self.environ.get(name)
+
     def interpolates(self, value: str) -> bool:
         """True when ``resolve`` reads something into ``value`` (a ``${…}`` reference)."""
         return self.expand is not None and bool(_references(value))
+
+
+class _FoldedEnv(Mapping[str, str]):
+    """An environ read as Windows reads it: a name in any case finds its value."""
+
+    __slots__ = ("_upper",)
+
+    def __init__(self, upper: dict[str, str]) -> None:
+        self._upper = upper
+
+    def __getitem__(self, name: str) -> str:
+        return self._upper[name.upper()]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._upper)
+
+    def __len__(self) -> int:
+        return len(self._upper)
+
+    def __repr__(self) -> str:
+        return f"_FoldedEnv(keys={sorted(self._upper)!r})"  # names only, never values
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,17 +388,20 @@ class _Shape:
 
 def _stdio_entry(name: str, doc: Mapping[str, Any], shape: _Shape, r: _Reading) -> McpServerConfig:
     """One stdio entry of any format, checked and resolved."""
-    at = _At(r.path, f"{shape.top}.{name}")
+    at = _At(r.path, f"{shape.top}.{name}", r.source)
     command = doc.get(shape.command)
     if not isinstance(command, str) or not command:
         raise at.child(shape.command).error("must be a non-empty string")
-    command = r.resolve(command, at.child(shape.command))
+    command = _carried(r.resolve(command, at.child(shape.command)), at.child(shape.command))
     raw_args = doc.get("args", [])
     if not isinstance(raw_args, list) or not all(isinstance(a, str) for a in raw_args):
         raise at.child("args").error("must be a list of strings")
-    args = tuple(r.resolve(a, _At(r.path, f"{at.field}.args[{i}]")) for i, a in enumerate(raw_args))
+    args = tuple(
+        _carried(r.resolve(a, here), here)
+        for here, a in ((at.at(f"{at.field}.args[{i}]"), a) for i, a in enumerate(raw_args))
+    )
     cwd = _optional_string(doc, "cwd", at)
-    cwd = None if cwd is None else r.resolve(cwd, at.child("cwd"))
+    cwd = None if cwd is None else _carried(r.resolve(cwd, at.child("cwd")), at.child("cwd"))
     env: dict[str, str] = {}
     fields: dict[str, str] = {}
     resolved: set[str] = set()  # the keys whose value the operator did not type
@@ -344,19 +410,22 @@ def _stdio_entry(name: str, doc: Mapping[str, Any], shape: _Shape, r: _Reading) 
         given_file = _optional_string(doc, "envFile", at)
         if given_file is not None:
             env_file = _env_file_path(r.resolve(given_file, at.child("envFile")), r)
-            loaded = _read_env_file(env_file, r, at)
+            # a path built from a reference may hold a host value: errors show it as written
+            named = given_file if r.interpolates(given_file) else env_file
+            loaded = _read_env_file(env_file, named, r, at)
             for key, value in loaded.items():
                 env[_env_key(key, at.child("envFile"))] = value
                 fields[key] = f"{at.field}.envFile.{key}"
                 resolved.add(key)
     if shape.forwarded is not None:
         for i, key in enumerate(_names(doc, shape.forwarded, at)):
-            where = _At(r.path, f"{at.field}.{shape.forwarded}[{i}]")
+            where = at.at(f"{at.field}.{shape.forwarded}[{i}]")
             if key.upper().startswith(FORCE_PREFIX):
                 raise where.error(f"{key}: an env block may not carry the force prefix")
-            if key not in r.environ:
-                raise where.error(f"{key} is not set in the host environment")
-            env[key] = r.environ[key]
+            forwarded = r.get(key)
+            if forwarded is None:
+                raise where.error(f"{key} is not set in {r.source}")
+            env[key] = _carried(forwarded, where)
             fields[key] = where.field
             resolved.add(key)
     raw_env = doc.get(shape.env)
@@ -367,7 +436,7 @@ def _stdio_entry(name: str, doc: Mapping[str, Any], shape: _Shape, r: _Reading) 
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise here.child(key).error(f"must be a string or a number, not {type(value).__name__}")
         text = str(value)
-        env[key] = r.resolve(text, here.child(key))  # the block wins over envFile
+        env[key] = _carried(r.resolve(text, here.child(key)), here.child(key))  # beats envFile
         fields[key] = here.child(key).field
         if r.interpolates(text):
             resolved.add(key)
@@ -379,20 +448,45 @@ def _stdio_entry(name: str, doc: Mapping[str, Any], shape: _Shape, r: _Reading) 
     )  # fmt: skip
 
 
+MAX_VALUE_BYTES = DEFAULT_MAX_ENV_BYTES
+"""The most bytes one value read from a config may hold (a whole child env's default budget)."""
+
+
+def _carried(text: str, at: _At) -> str:
+    """``text`` when a child's argv or env can carry it; else an error naming the field.
+
+    A NUL cannot cross ``execve``; a value past a whole env's default budget
+    would fail the spawn. Checked after ``${…}`` resolution, so the error comes
+    from the config's field, never a value.
+    """
+    if "\x00" in text:
+        raise at.error("holds a NUL character, which a child process cannot receive")
+    if len(text) > MAX_VALUE_BYTES // 4 and len(text.encode("utf-8", "surrogateescape")) > (
+        MAX_VALUE_BYTES
+    ):
+        raise at.error(f"is larger than {MAX_VALUE_BYTES} bytes after resolution")
+    return text
+
+
 def _env_file_path(where: str, r: _Reading) -> str:
     """An ``envFile``'s absolute path, relative to the config's directory."""
     return os.path.join(os.path.dirname(os.path.abspath(r.path)), os.path.expanduser(where))
 
 
-def _read_env_file(target: str, r: _Reading, at: _At) -> dict[str, str]:
-    """An ``envFile`` through envscope's one dotenv reader (``${VAR}`` read from ``r.environ``)."""
+def _read_env_file(target: str, named: str, r: _Reading, at: _At) -> dict[str, str]:
+    """An ``envFile`` through envscope's one dotenv reader (``${VAR}`` read from ``r.environ``).
+
+    An error names the file as ``named`` (as the operator wrote it, when the
+    path was built from a reference), its line, and the ``envFile`` field.
+    """
     from envscope.files._dotenv import read_dotenv
 
     failure: ConfigFileError | None = None
     try:
         return read_dotenv(target, environ=r.environ, missing_ok=False)
-    except DotenvError as exc:  # names the dotenv file and line, never a value
-        failure = at.child("envFile").error(str(exc))
+    except DotenvError as exc:  # its message names no value; its path may (a resolved one)
+        line = "" if exc.line is None else f":{exc.line}"
+        failure = at.child("envFile").error(f"{named}{line}: {exc.message}")
     raise failure
 
 
@@ -516,9 +610,19 @@ def detect(path: str, doc: Mapping[str, Any]) -> McpFormat:
 
 
 def read_config(
-    path: str, doc: object, environ: Mapping[str, str], *, workspace: str | None = None
+    path: str,
+    doc: object,
+    environ: Mapping[str, str],
+    *,
+    workspace: str | None = None,
+    source: str = "the host environment",
+    fold: bool = WINDOWS,
 ) -> dict[str, McpServerConfig]:
-    """The stdio servers of a parsed config document, by name, in its detected format."""
+    """The stdio servers of a parsed config document, by name, in its detected format.
+
+    ``source`` says in errors what ``environ`` is (a routed home's env);
+    ``fold`` reads names case-insensitively, as Windows does.
+    """
     if not isinstance(doc, Mapping):
         raise ConfigFileError(path, "must be a mapping with mcpServers (or another servers key)")
     fmt = detect(path, doc)
@@ -535,7 +639,12 @@ def read_config(
         McpFormat.CODEX: None,
         McpFormat.GOOSE: None,
     }
-    reading = _Reading(path, environ, syntax[fmt])
+    if fold:  # Windows: ${env:WINDIR} is windir (the first spelling of a name)
+        folded: dict[str, str] = {}
+        for key, value in environ.items():
+            folded.setdefault(key.upper(), value)
+        environ = _FoldedEnv(folded)
+    reading = _Reading(path, environ, syntax[fmt], source, fold)
     if fmt is McpFormat.VSCODE:
         servers = read_vscode(doc, reading)
     elif fmt is McpFormat.CODEX:

@@ -292,6 +292,11 @@ class Host:
         binding = self._binding.get()
         return None if binding is None else binding.home
 
+    @property
+    def windows(self) -> bool:
+        """True when this host builds with Windows semantics (names fold)."""
+        return self._options.fold
+
     # -- policy and adapters -------------------------------------------------
 
     def _target(self, home: str | os.PathLike[str] | None) -> str:

@@ -38,7 +38,7 @@ from envscope._mcp_formats import (
     strip_jsonc,
 )
 from envscope.audit.trace import NULL_TRACE, Action, Decision, Reason, Stage, Trace
-from envscope.errors import ConfigFileError, ConfigurationError
+from envscope.errors import ConfigFileError, ConfigurationError, EnvValueError
 from envscope.pipeline.stages import at_cwd
 from envscope.policy._declarations import Origin, OriginKind
 from envscope.policy.surfaces import Surface
@@ -312,32 +312,72 @@ def load_server_parameters(
     """
     grants = {} if grants is None else grants
     where = os.fspath(path)
-    servers = read_server_config(where, host.parent_env(), workspace=workspace)
+    bound = host.bound_home()
+    source = (
+        "the host environment"
+        if bound is None or bound == host.launch_home
+        else f"the env of the routed home {bound} (its .env and secret sources over the "
+        "process env; never a launch profile's value)"
+    )
+    folder = None if workspace is None else os.fspath(workspace)
+    servers = read_config(
+        where, _read(where), host.parent_env(), workspace=folder, source=source, fold=host.windows
+    )
     unknown = sorted(set(grants) - set(servers))
-    if unknown:
-        raise ConfigurationError(f"grants: no stdio server named {', '.join(unknown)}")
+    if unknown:  # the caller's argument, about this file
+        raise ConfigurationError(f"grants: no stdio server named {', '.join(unknown)} in {where}")
     rule = host.secret_rule(surface=Surface.MCP)
     out: dict[str, StdioServerParameters] = {}
     for name, server in servers.items():
         _check_env_file(host, server)
         _check_argv(rule, server)
+        granted = _grants_of(server, grants.get(name, ()))
         record = Trace() if trace is None else trace
         start = len(record)
-        params = stdio_server_parameters(
-            host,
-            server.command,
-            server.args,
-            env=server.env,
-            cwd=server.cwd,
-            grant=grants.get(name, ()),
-            passthrough=passthrough,
-            sdk_defaults=sdk_defaults,
-            trace=record,
-            resolved=tuple(server.resolved),
-        )
+        try:
+            params = stdio_server_parameters(
+                host,
+                server.command,
+                server.args,
+                env=server.env,
+                cwd=server.cwd,
+                grant=granted,
+                passthrough=passthrough,
+                sdk_defaults=sdk_defaults,
+                trace=record,
+                resolved=tuple(server.resolved),
+            )
+        except EnvValueError as exc:  # names a key: this file and field say where it is
+            failure: ConfigFileError | None = ConfigFileError(
+                server.path, exc.reason, field=server.field_of(exc.key)
+            )
+        else:
+            failure = None
+        if failure is not None:
+            raise failure
         _check_refusals(list(record)[start:], server, lenient=lenient)
         out[name] = params
     return out
+
+
+def _grants_of(server: McpServerConfig, grant: Sequence[str]) -> tuple[str, ...]:
+    """A server's grants, each naming a key of its env block; else an error naming file and server.
+
+    A grant of a key the block does not hold can never pass (a typo, a key
+    removed from the config): said here with the server and the file.
+    """
+    if isinstance(grant, str) or not isinstance(grant, Sequence):
+        raise ConfigFileError(
+            server.path, "must be a list of env block keys", field=f"grants.{server.name}"
+        )
+    for key in grant:
+        if key not in server.env:
+            raise ConfigFileError(
+                server.path,
+                f"grant of {key!r}: the server's env block has no such key (nothing to grant)",
+                field=f"{server.where}.env",
+            )
+    return tuple(grant)
 
 
 def _inside(path: str, folder: str) -> bool:

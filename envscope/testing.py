@@ -38,7 +38,7 @@ import pytest
 from envscope.host import Host
 from envscope.pipeline.decision import decide, describe
 from envscope.pipeline.stages import FORCE_PREFIX
-from envscope.policy._declarations import norm
+from envscope.policy._declarations import norm, record_repr
 from envscope.policy._layers import Layer
 
 __all__ = [
@@ -87,6 +87,9 @@ class HostTree:
     environ: dict[str, str]
     managed_file: Path | None = None
     homes: Mapping[str, Path] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __repr__(self) -> str:
+        return record_repr(self, masked=("environ",))  # the environ's keys, never its values
 
     def home(self, name: str) -> Path:
         """The resolved path of a home written by the factory (``LAUNCH`` is the launch home)."""

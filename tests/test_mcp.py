@@ -19,8 +19,13 @@ from envscope.policy.surfaces import (
     MCP_SAFE_NAMES_POSIX,
     MCP_SAFE_NAMES_WINDOWS,
     MCP_SAFE_PREFIXES_POSIX,
+    WINDOWS_DEFAULT_PATHEXT,
+    WINDOWS_DEFAULT_SYSTEMROOT,
 )
 from tests.conftest import HostFactory
+
+# what a Windows MCP child gets when its base lacks them (as under inherit: core)
+WINDOWS_DEFAULTS = {"PATHEXT": WINDOWS_DEFAULT_PATHEXT, "SYSTEMROOT": WINDOWS_DEFAULT_SYSTEMROOT}
 
 BASE = {
     "PATH": "/usr/bin",
@@ -75,7 +80,7 @@ def test_windows_safe_base_covers_the_sdk_list(make_host: HostFactory, name: str
     """Each name the MCP SDK passes on win32, and ProgramW6432, reaches a Windows MCP child."""
     host = make_host(windows=True)
     env = host.build_subprocess_env({name: "C:\\x", "OTHER": "y"}, surface=Surface.MCP)
-    assert env == {name: "C:\\x"}
+    assert env == {**WINDOWS_DEFAULTS, name: "C:\\x"}  # defaults fill what the base lacks
 
 
 def test_mcp_child_gets_safe_base_env_block_and_passthrough(make_host: HostFactory) -> None:
@@ -100,7 +105,25 @@ def test_mcp_windows_list_is_case_insensitive(make_host: HostFactory) -> None:
     env = host.build_subprocess_env(
         {"SystemRoot": "C:\\Windows", "Path": "C:\\bin", "HOME": "/h"}, surface=Surface.MCP
     )
-    assert env == {"SystemRoot": "C:\\Windows", "Path": "C:\\bin"}
+    assert env == {
+        "SystemRoot": "C:\\Windows",
+        "Path": "C:\\bin",
+        "PATHEXT": WINDOWS_DEFAULTS["PATHEXT"],
+    }
+
+
+def test_a_windows_mcp_child_without_pathext_gets_the_default(make_host: HostFactory) -> None:
+    """As under inherit: core, an MCP server on Windows gets PATHEXT (npx is a .cmd shim)."""
+    host = make_host(windows=True)
+    trace = Trace()
+    env = host.build_subprocess_env({"Path": "C:\\bin"}, surface=Surface.MCP, trace=trace)
+    assert env["PATHEXT"] == WINDOWS_DEFAULT_PATHEXT
+    assert trace.final()["PATHEXT"].reason is Reason.SURFACE_SET
+    kept = host.build_subprocess_env({"PathExt": ".EXE"}, surface=Surface.MCP)
+    assert kept["PathExt"] == ".EXE"
+    assert "PATHEXT" not in kept  # the parent's own spelling and value win
+    posix = make_host().build_subprocess_env({"PATH": "/bin"}, surface=Surface.MCP)
+    assert "PATHEXT" not in posix
 
 
 HOST_TOKEN = "ghp_host0000000000000000000000"

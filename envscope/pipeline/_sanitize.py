@@ -290,7 +290,7 @@ def _merge(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
             k: v for k, v in base_filter.defaults().items() if not spellings(out, k.upper(), fold)
         }
         for key, value in defaults.items():
-            note = "the Windows default (inherit none or core; Codex does the same)"
+            note = "the Windows default (an allowlist, or inherit none or core; as Codex)"
             reason = Reason.SURFACE_SET
             trace.record(key, Action.ADDED, Stage.EXTRA, reason, set_origin, note, value=value)
         put_layer(out, defaults, fold, layer=Layer.SURFACE_SET)

@@ -273,8 +273,8 @@ def _globs(globs: tuple[str, ...], field_name: str) -> tuple[str, ...]:
             from envscope.errors import ConfigurationError
 
             raise ConfigurationError(
-                f"{field_name}: item {i} holds whitespace (no variable name does; "
-                "a glob with it never matches)"
+                f"{field_name}: item {i} ({glob!r}) holds whitespace (no variable name does; "
+                "a glob with it never matches: list each name as its own item)"
             )
     return globs
 
@@ -346,11 +346,14 @@ class BaseFilter:
     def defaults(self) -> dict[str, str]:
         """Values a child gets when it would have none: Windows' PATHEXT and SYSTEMROOT.
 
-        Only under ``inherit: none|core`` on Windows, and never for a name the
-        policy excludes.
+        Only on Windows, for an allowlist surface (MCP) or under ``inherit:
+        none|core``, and never for a name the policy excludes.
         """
         policy = self.policy
-        if not self.windows or policy is None or policy.inherit is Inherit.ALL:
+        narrowed = self.allowlist is not None or (
+            policy is not None and policy.inherit is not Inherit.ALL
+        )
+        if not self.windows or not narrowed:
             return {}
         wanted = {"PATHEXT": WINDOWS_DEFAULT_PATHEXT, "SYSTEMROOT": WINDOWS_DEFAULT_SYSTEMROOT}
         exclude = self._exclude

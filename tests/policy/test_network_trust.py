@@ -55,7 +55,10 @@ def test_never_launch_residue(make_host: HostFactory, homes: dict[str, Path], na
 def test_reaches_mcp_children_by_default(make_host: HostFactory, name: str, windows: bool) -> None:
     """The MCP allowlist forwards the family (any case) on both platforms."""
     env = make_host({"PATH": "/b", name: "v", "DATABASE_URL": "d"}, windows=windows)
-    assert env.build_subprocess_env(surface=Surface.MCP) == {"PATH": "/b", name: "v"}
+    child = env.build_subprocess_env(surface=Surface.MCP)
+    defaults = {"PATHEXT", "SYSTEMROOT"} if windows else set()  # Windows' own, as under core
+    assert {k: v for k, v in child.items() if k not in defaults} == {"PATH": "/b", name: "v"}
+    assert set(child) - {"PATH", name} == defaults
 
 
 @pytest.mark.parametrize("name", SPELLINGS)
