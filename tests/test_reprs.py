@@ -97,6 +97,7 @@ def test_no_public_object_repr_holds_a_value(tree: Path) -> None:
         roots += [binding, host.policy(), trace, list(trace), trace.final(), trace.context]
     assert env  # the build ran
     roots += [getattr(envscope, name) for name in envscope.__all__]
+    roots += _mcp_and_testing_records(tree, host)
     objects = _envscope_objects(roots)
     assert len(objects) > 50  # the walk reached the build's objects
     kinds = {type(o).__name__ for o in objects}
@@ -105,6 +106,30 @@ def test_no_public_object_repr_holds_a_value(tree: Path) -> None:
         for text in (repr(obj), str(obj)):
             for where, value in SECRETS.items():
                 assert value not in text, f"{type(obj).__name__} shows the {where} value"
+
+
+def _mcp_and_testing_records(tree: Path, host: Host) -> list[object]:
+    """An MCP server read from a config whose references pull host values, and a HostTree."""
+    import json
+
+    from envscope._mcp_formats import read_config
+    from envscope.testing import build_host_tree
+
+    config = tree / ".mcp.json"
+    server = {
+        "command": "${OPENAI_API_KEY}",
+        "args": ["--token=${OPENAI_API_KEY}"],
+        "env": {"COPY": "${OPENAI_API_KEY}", "LIT": SECRETS["extra"]},
+    }
+    config.write_text(json.dumps({"mcpServers": {"srv": server}}), encoding="utf-8")
+    servers = read_config(str(config), json.loads(config.read_text()), host.parent_env())
+    assert SECRETS["environ"] in servers["srv"].command  # resolved: the repr must hide it
+    hosted = build_host_tree(
+        tree / "testing-tree",
+        launch_env={"LAUNCH_BOT_TOKEN": SECRETS["launch_env"]},
+        environ={"PATH": "/bin", "OPENAI_API_KEY": SECRETS["environ"]},
+    )
+    return [servers, hosted]
 
 
 def test_masked_fields_still_show_keys(tree: Path) -> None:

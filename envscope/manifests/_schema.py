@@ -110,7 +110,7 @@ def env_name_problem(name: str) -> str | None:
 @functools.cache
 def _validator() -> Callable[[Document, str], Manifest]:
     """Build the pydantic models on first use (keeps ``import envscope`` free of pydantic)."""
-    from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+    from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
     from pydantic_core import PydanticCustomError
 
     config = ConfigDict(strict=True, extra="ignore", frozen=True)
@@ -153,7 +153,15 @@ def _validator() -> Callable[[Document, str], Manifest]:
         model_config = config
 
         name: str | None = None
-        kind: str | None = None
+        kind: str | None = Field(
+            default=None,
+            description=(
+                "Under <home>/plugins/platforms/ or the bundled root every manifest declares "
+                "its secrets; a flat <home>/plugins/NAME/ manifest declares them only with "
+                "kind: platform. A near miss (Platform, platfrom, platforms) is read as "
+                "platform and reported as a problem; any other kind declares nothing."
+            ),
+        )
         requires_env: list[EnvEntry] | None = None
         optional_env: list[EnvEntry] | None = None
 
