@@ -56,7 +56,9 @@ def main(calls: int) -> None:
             searched[1] += len(value)
             return real_find(self, value)
 
-        def capture(self: SecretRule, items: Sequence[tuple[str, str]]) -> list[SecretMatch | None]:
+        def capture(
+            self: SecretRule, items: Sequence[tuple[str, str]]
+        ) -> list[tuple[SecretMatch, ...]]:
             captured.append((self, list(items)))
             return real_find_in(self, items)
 

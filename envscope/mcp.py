@@ -39,6 +39,7 @@ from envscope._mcp_formats import (
 )
 from envscope.audit.trace import NULL_TRACE, Action, Decision, Reason, Stage, Trace
 from envscope.errors import ConfigFileError, ConfigurationError, EnvValueError
+from envscope.pipeline._secret_values import strictest
 from envscope.pipeline.stages import at_cwd
 from envscope.policy._declarations import Origin, OriginKind
 from envscope.policy.surfaces import Surface
@@ -417,12 +418,14 @@ def _check_argv(rule: SecretRule, server: McpServerConfig) -> None:
     values += [(f"{server.where}.args[{i}]", arg) for i, arg in enumerate(server.args)]
     if server.cwd is not None:
         values.append((f"{server.where}.cwd", server.cwd))
-    for (field, _), match in zip(values, rule.find_in(values), strict=True):
-        if match is not None and match.exemption is None:
+    for (field, _), found in zip(values, rule.find_in(values), strict=True):
+        unkept = [m for m in found if m.exemption is None]
+        if unkept:
             raise ConfigFileError(
                 server.path,
-                f"refused: holds the value of {rule.public(match)}; a command line is readable "
-                "by every local user: pass the secret in the env block and grant it there",
+                f"refused: holds the value of {rule.public(strictest(unkept))}; a command line "
+                "is readable by every local user: pass the secret in the env block and grant "
+                "it there",
                 field=field,
             )
 

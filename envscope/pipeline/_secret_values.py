@@ -25,9 +25,12 @@ __all__ = [
     "Grade",
     "SecretMatch",
     "Secrets",
+    "Span",
+    "covered",
     "formats_in",
     "inside",
     "stricter_declaration",
+    "strictest",
     "tier_grade",
 ]
 
@@ -139,6 +142,48 @@ class Secrets:
             if len(secret) < len(read) and secret in read:
                 return inside(self.by_value[secret])
         return None
+
+    def collect(self, read: str, found: list[SecretMatch], spans: list[Span]) -> None:
+        """Add to ``found`` every secret the trimmed value ``read`` is or holds.
+
+        Longest first; an occurrence inside a span found already (by this
+        domain or one searched before) is part of that secret, not another one.
+        Each new occurrence's span is added to ``spans``.
+        """
+        if not self.longest_first:
+            return
+        whole = self.by_value.get(read)
+        if whole is not None and not covered(0, len(read), spans):
+            found.append(whole)
+            spans.append((0, len(read)))
+            return
+        for secret in self.longest_first:
+            if len(secret) >= len(read):
+                continue
+            new = False
+            start = read.find(secret)
+            while start != -1:
+                end = start + len(secret)
+                if not covered(start, end, spans):
+                    spans.append((start, end))
+                    new = True
+                start = read.find(secret, start + 1)
+            if new:
+                found.append(inside(self.by_value[secret]))
+
+
+Span = tuple[int, int]
+"""Where a secret occurs in a trimmed value: ``(start, end)``."""
+
+
+def covered(start: int, end: int, spans: Sequence[Span]) -> bool:
+    """True when ``[start, end)`` lies inside one of ``spans``."""
+    return any(s <= start and end <= e for s, e in spans)
+
+
+def strictest(matches: Sequence[SecretMatch]) -> SecretMatch:
+    """The match that decides a value: highest grade, a declared secret before a format."""
+    return max(matches, key=lambda m: (m.grade, not m.shape, m.whole))
 
 
 def inside(match: SecretMatch) -> SecretMatch:

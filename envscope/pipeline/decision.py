@@ -12,13 +12,16 @@ say: an undeclared name holding no secret):
    (``MCP_LITERAL``, ``MCP_REFERENCE``), a forced hand-over (``FORCED``, checked
    when it was unwrapped); ``SPAWN`` (an env the host's code handed to a spawn)
    has its names checked by the factory already;
-3. the value: a secret value this child may not receive, whole or inside, or
-   a credential format, is withheld, unless an exemption covers exactly it: a
-   grant (never a secret source's credential: that is an error), the operator's
-   literal (a format typed into a block, never a value the host resolved), a
-   forced hand-over of a Tier 2 credential, ``known_safe``, a credentialed
-   child's own provider key as the whole value, or a host that keeps copies
-   (``strip_value_aliases=False``).
+3. the value: it is withheld when it is or holds any secret value this child
+   may not receive, or a credential format, that no exemption covers: each
+   secret in it is checked (``SecretRule.secret_in`` finds every one), so a
+   second secret never rides beside one an exemption keeps. The exemptions: a
+   grant (never a secret source's credential: that is an error), the
+   operator's literal (a format typed into a block, never a value the host
+   resolved), a forced hand-over of a Tier 2 credential, ``known_safe``, a
+   credentialed child's own provider key as the whole value, or a host that
+   keeps copies (``strip_value_aliases=False``). The verdict names the
+   strictest secret left uncovered, or (kept) the strictest one and what kept it.
 
 Every exemption is named in the verdict and traced. The factory's stage 4, the
 runtime guard, ``envscope.testing`` and the CLI's masking ask ``decide`` (stage
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envscope.errors import PassthroughRefusedError
-from envscope.pipeline._secret_values import Exemption, Grade, SecretMatch
+from envscope.pipeline._secret_values import Exemption, Grade, SecretMatch, strictest
 from envscope.policy._declarations import Declaration, Origin, OriginKind, Tier
 from envscope.policy._layers import BLOCK_LAYERS, Layer
 from envscope.policy._reasons import Reason
@@ -114,27 +117,44 @@ def _by_name(rule: SecretRule, key: str, value: str, layer: Layer) -> Verdict | 
     return _exempt(Exemption.TIER2_INHERITED, decl.origin, declaration=decl)
 
 
+def _covering(rule: SecretRule, layer: Layer, match: SecretMatch) -> Exemption | None:
+    """The exemption that keeps this one secret of an entry of ``layer``, or None."""
+    if match.exemption is not None:
+        return match.exemption
+    if match.shape and layer is Layer.MCP_LITERAL:
+        return Exemption.OPERATOR_LITERAL
+    if layer is Layer.FORCED and rule.forced_keeps(match):
+        return Exemption.FORCED
+    if not rule.strip_values:
+        return Exemption.VALUES_KEPT
+    return None
+
+
 def _by_value(
-    rule: SecretRule, key: str, layer: Layer, match: SecretMatch, named: Verdict | None
+    rule: SecretRule,
+    key: str,
+    layer: Layer,
+    matches: Sequence[SecretMatch],
+    named: Verdict | None,
 ) -> Verdict:
-    """Step 3: the verdict on a value that is or holds ``match``."""
+    """Step 3: the verdict on a value that is or holds each of ``matches``."""
     decl = None if named is None else named.declaration
     if layer is Layer.GRANT:
-        if match.grade is Grade.SOURCE:
+        source = [m for m in matches if m.grade is Grade.SOURCE]
+        if source:
             raise PassthroughRefusedError(
                 key,
-                f"grant refused: the value holds {rule.public(match)}, a secret source's "
+                f"grant refused: the value holds {rule.public(source[0])}, a secret source's "
                 "credential (never grantable, under any key)",
             )
-        return _exempt(Exemption.GRANT, None, declaration=decl, match=match)
-    if match.exemption is not None:
-        return _exempt(match.exemption, match.origin, declaration=decl, match=match)
-    if match.shape and layer is Layer.MCP_LITERAL:
-        return _exempt(Exemption.OPERATOR_LITERAL, None, declaration=decl, match=match)
-    if layer is Layer.FORCED and rule.forced_keeps(match):
-        return _exempt(Exemption.FORCED, None, declaration=decl, match=match)
-    if not rule.strip_values:
-        return _exempt(Exemption.VALUES_KEPT, match.origin, declaration=decl, match=match)
+        return _exempt(Exemption.GRANT, None, declaration=decl, match=strictest(matches))
+    uncovered = [m for m in matches if _covering(rule, layer, m) is None]
+    if not uncovered:
+        match = strictest(matches)
+        exemption = _covering(rule, layer, match)
+        assert exemption is not None  # every match is covered
+        return _exempt(exemption, match.origin, declaration=decl, match=match)
+    match = strictest(uncovered)
     if match.shape:
         note = f"holds a {match.name} credential"
         return Verdict(True, Reason.VALUE_SHAPE, match.origin, note, decl, match)
@@ -147,14 +167,14 @@ def _by_value(
 
 
 def _decided(
-    rule: SecretRule, key: str, value: str, layer: Layer, match: SecretMatch | None
+    rule: SecretRule, key: str, value: str, layer: Layer, matches: Sequence[SecretMatch]
 ) -> Verdict | None:
     named = _by_name(rule, key, value, layer)
     if named is not None and named.withheld:
         return named
-    if match is None:
+    if not matches:
         return named
-    return _by_value(rule, key, layer, match, named)
+    return _by_value(rule, key, layer, matches, named)
 
 
 def decide(rule: SecretRule, key: str, value: str, layer: Layer) -> Verdict | None:

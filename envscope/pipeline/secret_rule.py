@@ -59,6 +59,8 @@ from envscope.pipeline._secret_values import (
     Grade,
     SecretMatch,
     Secrets,
+    Span,
+    covered,
     formats_in,
     stricter_declaration,
     tier_grade,
@@ -70,7 +72,7 @@ if TYPE_CHECKING:
 
     from envscope.pipeline._memo import CleanValues
     from envscope.policy._secret_policy import SecretPolicy
-    from envscope.policy.formats import CredentialFormat, FormatTable
+    from envscope.policy.formats import FormatTable
 
 __all__ = [
     "MIN_SECRET_LENGTH",
@@ -276,62 +278,91 @@ class SecretRule:
             return found
         return self._host.find(value)
 
-    def secret_in(self, key: str, value: str) -> SecretMatch | None:
-        """The secret ``key=value`` is or holds, or None (``decision.decide`` decides with it).
+    def secret_in(self, key: str, value: str) -> tuple[SecretMatch, ...]:
+        """Every secret ``key=value`` is or holds (``decision.decide`` decides with them).
 
-        A declared secret value this child may not receive (whole first, then
-        inside; a routed profile's own value compared with its own secrets only),
-        else a credential format (``shape``): every child's, but a match the rule
-        keeps itself carries its ``exemption`` (a ``known_safe`` name; for a child
-        that inherits credentials, a model provider's key under a catalog name of
-        that provider, as the whole value).
+        Each declared secret value this child may not receive (the routed
+        scope's first, then the host's, longest first; one occurring only inside
+        another is that one's part; a routed profile's own value compared with its
+        own secrets only), then each credential format outside those (``shape``):
+        every child's, but a match the rule keeps itself carries its
+        ``exemption`` (a ``known_safe`` name; for a child that inherits
+        credentials, a model provider's key under a catalog name of that
+        provider, as the whole value). Empty when the value holds none.
         """
-        found = self.find(value, own=self.is_own(key, value))
-        return found if found is not None else self.shape(key, value)
+        found, spans = self._declared_in(key, value, self._scope, self._host)
+        if self._formats is not None and not covered(0, len(value.strip()), spans):
+            found += self._shape_matches(key, value, spans)
+        return tuple(found)
+
+    def _declared_in(
+        self, key: str, value: str, scope: Secrets, host: Secrets
+    ) -> tuple[list[SecretMatch], list[Span]]:
+        """The declared secrets a value is or holds, and where they are in it (trimmed)."""
+        found: list[SecretMatch] = []
+        spans: list[Span] = []
+        read = value.strip()
+        if len(read) < MIN_SECRET_LENGTH:
+            return found, spans
+        scope.collect(read, found, spans)
+        if not self.is_own(key, value):  # a profile's own value: its own secrets only
+            host.collect(read, found, spans)
+        return found, spans
 
     def shape(self, key: str, value: str) -> SecretMatch | None:
-        """The credential format ``value`` holds (its exemption set where one applies), or None."""
-        formats = self._formats
-        if formats is None:
-            return None
-        fmt = formats.find(value)
-        return None if fmt is None else self._shape_match(key, value, fmt)
+        """The first credential format ``value`` holds that no exemption keeps, else the first.
 
-    def _shape_match(self, key: str, value: str, fmt: CredentialFormat) -> SecretMatch:
-        """``shape`` for ``value``, found to hold ``fmt`` first.
+        None when it holds none (each one: ``secret_in``).
+        """
+        found = self._shape_matches(key, value)
+        unkept = [m for m in found if m.exemption is None]
+        first = unkept or found
+        return first[0] if first else None
 
-        Under a ``known_safe`` name the match is exempt (``KNOWN_SAFE``). A child
-        that inherits credentials keeps a model provider's key under a catalog
-        name of that provider (``PROVIDER_KEY``) when that key is the whole value
+    def _shape_matches(self, key: str, value: str, spans: Sequence[Span] = ()) -> list[SecretMatch]:
+        """A match for each credential format in ``value`` outside the declared ``spans``.
+
+        Under a ``known_safe`` name each is exempt (``KNOWN_SAFE``). A child that
+        inherits credentials keeps a model provider's key under a catalog name of
+        that provider (``PROVIDER_KEY``) when that key is the whole value
         (trimmed): the exemption covers that key, never a second credential
-        beside it, which is the match then.
+        beside it, which is a match of its own.
         """
         from envscope.policy.formats import FORMATS_SOURCE  # loaded: ``formats`` is its
 
+        formats = self._formats
+        if formats is None:
+            return []
         name = key.strip().upper()
         provider = self._policy.catalog.provider_of(name)
-        exemption = Exemption.KNOWN_SAFE if name in self._known_safe else None
-        if exemption is None and self.inherit_credentials and provider is not None:
-            assert self._formats is not None  # a format was found with it
-            read = value.strip()
-            others = [
-                found
-                for found, start, end in self._formats.spans(read)
-                if not (found.provider == provider and (start, end) == (0, len(read)))
-            ]
-            if others:
-                fmt = others[0]
-            else:
+        safe = name in self._known_safe
+        read = value.strip()
+        out = []
+        for fmt, start, end in formats.spans(read):
+            if covered(start, end, spans):
+                continue  # inside a declared secret: that secret decides it
+            own_provider = fmt.provider is not None and provider == fmt.provider
+            exemption = Exemption.KNOWN_SAFE if safe else None
+            if (
+                exemption is None
+                and self.inherit_credentials
+                and own_provider
+                and (start, end) == (0, len(read))
+            ):
                 exemption = Exemption.PROVIDER_KEY  # the provider's key is the whole value
-        own_provider = fmt.provider is not None and provider == fmt.provider
-        origin = Origin(
-            OriginKind.CATALOG, f"credential format {fmt.name} ({fmt.issuer})", path=FORMATS_SOURCE
-        )
-        return SecretMatch(
-            fmt.name, origin, Grade.HOST, False, False, True, own_provider, exemption
-        )
+            origin = Origin(
+                OriginKind.CATALOG,
+                f"credential format {fmt.name} ({fmt.issuer})",
+                path=FORMATS_SOURCE,
+            )
+            out.append(
+                SecretMatch(
+                    fmt.name, origin, Grade.HOST, False, False, True, own_provider, exemption
+                )
+            )
+        return out
 
-    def find_in(self, items: Sequence[tuple[str, str]]) -> list[SecretMatch | None]:
+    def find_in(self, items: Sequence[tuple[str, str]]) -> list[tuple[SecretMatch, ...]]:
         """``secret_in`` for each ``(key, value)``, in order, in one pass for the lot.
 
         A declared secret that occurs in none of the values (one substring search
@@ -343,28 +374,27 @@ class SecretRule:
         joined = "\x00".join(value for _, value in items)
         host = self._host.present_in(joined)
         scope = self._scope.present_in(joined)
-        out: list[SecretMatch | None] = []
+        out: list[list[SecretMatch]] = []
+        where: list[list[Span]] = []
         for key, value in items:
-            found = None
-            if len(value.strip()) >= MIN_SECRET_LENGTH:
-                found = scope.find(value)
-                if found is None and not self.is_own(key, value):
-                    found = host.find(value)
+            found, spans = self._declared_in(key, value, scope, host)
             out.append(found)
+            where.append(spans)
         formats = self._formats
         if formats is None:
-            return out
+            return [tuple(found) for found in out]
         clean = self._clean
-        todo = [i for i, found in enumerate(out) if found is None]
+        # a value a declared secret covers whole needs no format search
+        todo = [i for i, (_, v) in enumerate(items) if not covered(0, len(v.strip()), where[i])]
         values = [items[i][1] for i in todo]
         known = frozenset() if clean is None else clean.known_clean
         shapes = formats_in(values, known, formats.find)
-        for j, fmt in shapes.items():
+        for j in shapes:
             key, value = items[todo[j]]
-            out[todo[j]] = self._shape_match(key, value, fmt)
+            out[todo[j]] += self._shape_matches(key, value, where[todo[j]])
         if clean is not None:  # this build's clean values, in place of the last build's
             clean.remember(frozenset([v for j, v in enumerate(values) if j not in shapes]))
-        return out
+        return [tuple(found) for found in out]
 
     def public(self, match: SecretMatch) -> str:
         """What an error may name for a match (never a value, never a launch name when routed)."""
