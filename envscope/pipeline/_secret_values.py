@@ -26,6 +26,7 @@ __all__ = [
     "SecretMatch",
     "Secrets",
     "Span",
+    "as_read",
     "covered",
     "formats_in",
     "inside",
@@ -36,6 +37,33 @@ __all__ = [
 
 MIN_SECRET_LENGTH = 8
 """Shorter values are never secret values: they collide with ordinary values by chance."""
+
+
+def _padding(char: str) -> bool:
+    """Whitespace, a line end, or a format character (a BOM, a zero-width space or joiner)."""
+    import unicodedata  # loaded on the first value that starts or ends outside ASCII
+
+    return char.isspace() or unicodedata.category(char) == "Cf"
+
+
+def as_read(value: str) -> str:
+    """A value as consumers read it: without surrounding padding.
+
+    Whitespace and line ends, and format characters (``U+FEFF`` BOM,
+    ``U+200B`` zero-width space, ``U+2060`` word joiner, …), which a parser, a
+    terminal or a copy and paste drop or never show: a secret wrapped in them is
+    the same secret. ASCII has no format character, so a value that starts and
+    ends in ASCII costs one ``strip()``.
+    """
+    read = value.strip()
+    if read and (read[0] > "\x7f" or read[-1] > "\x7f"):
+        start, end = 0, len(read)
+        while start < end and _padding(read[start]):
+            start += 1
+        while end > start and _padding(read[end - 1]):
+            end -= 1
+        read = read[start:end]
+    return read
 
 
 class Grade(enum.IntEnum):
@@ -115,7 +143,7 @@ class Secrets:
 
     def add(self, value: str, match: SecretMatch) -> None:
         """Remember a secret as consumers read it (trimmed); the stricter match of a value wins."""
-        value = value.strip()
+        value = as_read(value)
         if len(value) < MIN_SECRET_LENGTH:
             return
         old = self.by_value.get(value)
@@ -134,7 +162,7 @@ class Secrets:
 
     def find(self, value: str) -> SecretMatch | None:
         """The secret ``value`` is (both trimmed) or holds, longest first."""
-        read = value.strip()
+        read = as_read(value)
         whole = self.by_value.get(read)
         if whole is not None:
             return whole

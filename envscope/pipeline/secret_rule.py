@@ -60,6 +60,7 @@ from envscope.pipeline._secret_values import (
     SecretMatch,
     Secrets,
     Span,
+    as_read,
     covered,
     formats_in,
     stricter_declaration,
@@ -170,7 +171,7 @@ class SecretRule:
             for key, value in values.items():
                 self._collect_host(key, value, launch=False)
         for key, value in ({} if scope is None else scope).items():
-            if len(value.strip()) >= MIN_SECRET_LENGTH:
+            if len(as_read(value)) >= MIN_SECRET_LENGTH:
                 decl = policy.declaration(key.strip())  # a key is the name it spells
                 if decl is not None:
                     grade = tier_grade(decl, inherit_credentials, ungrantable)
@@ -182,14 +183,14 @@ class SecretRule:
         self._scope.seal()
 
     def _collect_host(self, key: str, value: str, *, launch: bool) -> None:
-        short = len(value.strip()) < MIN_SECRET_LENGTH
+        short = len(as_read(value)) < MIN_SECRET_LENGTH
         if not launch and short:
             return
         decl = self.declaration(key)
         if decl is None:
             return
         if launch:  # the launch process's value of a declared name: a launch credential
-            self._launch_pairs.add((decl.name, value.strip()))
+            self._launch_pairs.add((decl.name, as_read(value)))
         if short:
             return
         grade = tier_grade(decl, self.inherit_credentials, self._ungrantable)
@@ -231,7 +232,7 @@ class SecretRule:
 
     def is_launch_credential(self, name: str, value: str) -> bool:
         """True when, routed, ``name=value`` is the launch process's value of a declared name."""
-        pair = (name.strip().upper(), value.strip())
+        pair = (name.strip().upper(), as_read(value))
         return pair in self._launch_pairs and not self.is_own(name, value)
 
     def refuses_forcing(self, name: str, value: str) -> bool:
@@ -271,7 +272,7 @@ class SecretRule:
         ``own``: the value is the routed profile's own, compared with the scope's
         secrets only.
         """
-        if len(value.strip()) < MIN_SECRET_LENGTH:
+        if len(as_read(value)) < MIN_SECRET_LENGTH:
             return None
         found = self._scope.find(value)
         if found is not None or own:
@@ -291,7 +292,7 @@ class SecretRule:
         provider, as the whole value). Empty when the value holds none.
         """
         found, spans = self._declared_in(key, value, self._scope, self._host)
-        if self._formats is not None and not covered(0, len(value.strip()), spans):
+        if self._formats is not None and not covered(0, len(as_read(value)), spans):
             found += self._shape_matches(key, value, spans)
         return tuple(found)
 
@@ -301,7 +302,7 @@ class SecretRule:
         """The declared secrets a value is or holds, and where they are in it (trimmed)."""
         found: list[SecretMatch] = []
         spans: list[Span] = []
-        read = value.strip()
+        read = as_read(value)
         if len(read) < MIN_SECRET_LENGTH:
             return found, spans
         scope.collect(read, found, spans)
@@ -336,7 +337,7 @@ class SecretRule:
         name = key.strip().upper()
         provider = self._policy.catalog.provider_of(name)
         safe = name in self._known_safe
-        read = value.strip()
+        read = as_read(value)
         out = []
         for fmt, start, end in formats.spans(read):
             if covered(start, end, spans):
@@ -385,7 +386,7 @@ class SecretRule:
             return [tuple(found) for found in out]
         clean = self._clean
         # a value a declared secret covers whole needs no format search
-        todo = [i for i, (_, v) in enumerate(items) if not covered(0, len(v.strip()), where[i])]
+        todo = [i for i, (_, v) in enumerate(items) if not covered(0, len(as_read(v)), where[i])]
         values = [items[i][1] for i in todo]
         known = frozenset() if clean is None else clean.known_clean
         shapes = formats_in(values, known, formats.find)
