@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from envscope._admissions import Admissions
 from envscope._host_options import host_options
 from envscope._inputs import (
     DEFAULT_MAX_ENV_BYTES,
@@ -139,7 +140,7 @@ class Host:
         self._check_surface_sets()
         self._lock = threading.Lock()
         self._source_credentials: frozenset[str] = frozenset()
-        self._admitted: frozenset[tuple[str, str]] = frozenset()  # handed over as given: the guard
+        self._admitted = Admissions()  # handed over as given, per home: the guard, testing
         # Per home, bounded like the manifest cache (LRU): its declarations and policy, and the
         # residue rule and build memo its bindings share. Retention (names only) lives in the
         # manifest cache.
@@ -463,10 +464,8 @@ class Host:
         keys = request.granted
         if request.surface is Surface.MCP:
             keys = keys | set(request.extras)
-        admitted = {(k, request.extras[k]) for k in keys if child.get(k) == request.extras[k]}
-        if admitted - self._admitted:
-            with self._lock:
-                self._admitted |= admitted
+        admitted = [(k, request.extras[k]) for k in keys if child.get(k) == request.extras[k]]
+        self._admitted.admit(request.target, admitted)
 
     def _supplied(self, binding: Binding | None) -> frozenset[str]:
         """Names a secret source supplied, at launch and (routed) for the bound home."""
@@ -542,9 +541,18 @@ class Host:
             process, None, extras, surface=surface_of(surface), inherit_credentials=inherit
         )
 
-    def admitted(self, key: str, value: str) -> bool:
-        """True when a build handed ``key=value`` over as given (a grant, an MCP block entry)."""
-        return (key, value) in self._admitted
+    def admitted(self, key: str, value: str, home: str | os.PathLike[str] | None = None) -> bool:
+        """True when a build for this home handed ``key=value`` over as given.
+
+        A grant or an MCP block entry, admitted by a build for ``home`` (default:
+        the bound home, else the launch home): a pair one home's build admitted
+        never passes in another home's context.
+        """
+        return self._admitted.admitted(self._target(home), key, value)
+
+    def reset_admissions(self) -> None:
+        """Forget what builds handed over as given (every home)."""
+        self._admitted.reset()
 
     def explain(self, base: Mapping[str, str] | None = None, **kwargs: object) -> Trace:
         """Run a build with a fresh, fingerprinting trace and return the trace."""

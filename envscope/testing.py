@@ -243,7 +243,7 @@ def assert_no_secrets(
         if norm(key).startswith(FORCE_PREFIX):
             leaks.append(f"{key} (force prefix not unwrapped)")
             continue
-        if host.admitted(key, value):
+        if host.admitted(key, value, home):
             continue
         verdict = decide(rule, key, value, Layer.BASE)
         if verdict is not None and verdict.withheld:

@@ -25,6 +25,7 @@ LAYERS: dict[str, int] = {
     "schemas": 0,
     "_inputs": 1,
     "_c_environ": 1,
+    "_admissions": 1,
     "files": 2,
     "policy": 3,
     "manifests": 4,
