@@ -105,6 +105,7 @@ def sanitize(
     _check_grants(out, options)
     _resolve_passthrough(out, options, trace)
     _unwrap_forced(out, options, trace)
+    _keep_home(out, options, trace)
     _decide(out, options, trace)
     if options.drop_shell_functions:
         functions = [idx for idx, (_, value, _) in out.items() if value.startswith("()")]
@@ -359,6 +360,34 @@ def _resolve_passthrough(out: Entries, options: SanitizeOptions, trace: Trace) -
                 key, value, _ = out.pop(idx)
                 reason = Reason.PASSTHROUGH_NOT_IN_SCOPE
                 trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
+
+
+def _keep_home(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
+    """Stage 4 (e'): the child's own home variable, whatever a later layer did to it.
+
+    A passthrough of the name, a forced ``_ENVSCOPE_FORCE_<home var>`` in any
+    case, a case twin: each replaced or removed the pinned entry. The pinned
+    value is put back as the one spelling of the name, and what stood in its
+    place is recorded as refused (``home-var``).
+    """
+    fold = options.fold
+    for key, value in options.pinned.items():
+        pinned: Entry = (key, value, Layer.HOME_VAR)
+        up = key.upper()
+        found = spellings(out, up, fold)
+        if [out[idx] for idx in found] == [pinned]:
+            continue
+        for idx in found:
+            other, other_value, layer = out[idx]
+            if (other, other_value, layer) != pinned:
+                origin = Origin(OriginKind.SURFACE, "home")
+                trace.record(
+                    other, Action.REFUSED, Stage.SANITIZE, Reason.HOME_VAR, origin,
+                    "the child's own home variable is pinned", value=other_value,
+                )  # fmt: skip
+        remove_spellings(out, (up,), fold)
+        out[index(key, fold)] = pinned
+        trace.record(key, Action.ADDED, Stage.SANITIZE, Reason.HOME_VAR, value=value)
 
 
 def _unwrap_forced(out: Entries, options: SanitizeOptions, trace: Trace) -> None:

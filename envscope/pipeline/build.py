@@ -188,6 +188,7 @@ def secret_rule(request: BuildRequest, formats: FormatMemo | None = None) -> Sec
         known_safe=request.options.known_safe,
         clean=clean,
         strip_values=request.options.strip_value_aliases,
+        home=(request.options.home_env_var, request.target),
     )
 
 

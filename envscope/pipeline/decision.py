@@ -5,7 +5,9 @@ declared and which values are secrets for this child. ``decide`` asks it, in
 one order, and answers with a ``Verdict`` (or None when there is nothing to
 say: an undeclared name holding no secret):
 
-1. the child's own home (``HOME_VAR``) passes;
+1. the child's own home passes: a ``HOME_VAR`` entry, or the home variable
+   naming the context's home (``SecretRule.is_home``: a home path that
+   happens to hold a declared value is still the child's home);
 2. the name: declared Tier 1 always, Tier 2 unless credentials are inherited
    (under routing, the launch process's own value too) is withheld, unless the
    entry's layer names it: a grant (``GRANT``), an MCP server's block
@@ -184,7 +186,7 @@ def decide(rule: SecretRule, key: str, value: str, layer: Layer) -> Verdict | No
     A grant of a value holding a secret source's credential raises
     ``PassthroughRefusedError``.
     """
-    if layer is Layer.HOME_VAR:
+    if layer is Layer.HOME_VAR or rule.is_home(key, value):
         return None  # the child's own home
     return _decided(rule, key, value, layer, rule.secret_in(key, value))
 
@@ -193,7 +195,9 @@ def decide_all(rule: SecretRule, entries: Sequence[tuple[str, str, Layer]]) -> l
     """``decide`` for each entry, in order, with one search of the values for the lot."""
     matches = rule.find_in([(key, value) for key, value, _ in entries])
     return [
-        None if layer is Layer.HOME_VAR else _decided(rule, key, value, layer, match)
+        None
+        if layer is Layer.HOME_VAR or rule.is_home(key, value)
+        else _decided(rule, key, value, layer, match)
         for (key, value, layer), match in zip(entries, matches, strict=True)
     ]
 

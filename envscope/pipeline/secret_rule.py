@@ -91,6 +91,7 @@ class SecretRule:
         "_clean",
         "_declared",
         "_formats",
+        "_home",
         "_host",
         "_known_safe",
         "_launch_pairs",
@@ -121,6 +122,7 @@ class SecretRule:
         known_safe: frozenset[str] = frozenset(),
         clean: CleanValues | None = None,
         strip_values: bool = True,
+        home: tuple[str, str] | None = None,
     ) -> None:
         """Collect the secret values of one context.
 
@@ -136,8 +138,11 @@ class SecretRule:
         hold no format under the table ``formats`` searches (``_memo``):
         ``find_in`` searches only the others, and remembers this build's.
         ``strip_values=False`` (``Host(strip_value_aliases=False)``): no value is a
-        secret value for this child; names are still denied.
+        secret value for this child; names are still denied. ``home`` is the
+        home variable and the context's home: that exact entry is the child's
+        own home (``is_home``), never decided.
         """
+        self._home = None if home is None else (home[0].upper(), home[1])
         self._policy = policy
         self._launch_policy = None if launch_policy is policy else launch_policy
         self.routed = routed
@@ -261,6 +266,11 @@ class SecretRule:
         return name.upper() in self._ungrantable
 
     # -- values ----------------------------------------------------------------
+
+    def is_home(self, key: str, value: str) -> bool:
+        """True when ``key=value`` is the home variable naming this context's home."""
+        home = self._home
+        return home is not None and value == home[1] and key.upper() == home[0]
 
     def is_own(self, key: str, value: str) -> bool:
         """True when ``key=value`` is the routed profile's own scope value."""
