@@ -105,6 +105,7 @@ def sanitize(
     _check_grants(out, options)
     _resolve_passthrough(out, options, trace)
     _unwrap_forced(out, options, trace)
+    _keep_managed(out, options, trace)
     _keep_home(out, options, trace)
     _decide(out, options, trace)
     if options.drop_shell_functions:
@@ -362,6 +363,39 @@ def _resolve_passthrough(out: Entries, options: SanitizeOptions, trace: Trace) -
                 trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
 
 
+_MANAGED_ORIGIN = Origin(OriginKind.MANAGED, "managed")
+
+
+def _keep_managed(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
+    """Stage 4 (e'): the administrator's value is the only value of a managed name.
+
+    Over every spelling of the name (POSIX case twins included) and whatever
+    put it there after stage 3 (a passthrough, a forced hand-over, a twin from
+    the base or the routed scope): an entry of a managed name that is not one of
+    the managed file's own ``(key, value)`` pairs is refused (``managed-key``).
+    The managed entries themselves are not added back: a surface's allowlist
+    may still keep one from the child.
+    """
+    managed = options.managed
+    if not managed:
+        return
+    fold = options.fold
+    allowed: dict[str, set[tuple[str, str]]] = {}
+    for key, value in managed.items():
+        allowed.setdefault(key.upper(), set()).add((key.upper() if fold else key, value))
+    for up, pairs in allowed.items():
+        for idx in spellings(out, up, fold):
+            key, value, _ = out[idx]
+            if ((key.upper() if fold else key), value) in pairs:
+                continue
+            del out[idx]
+            trace.record(
+                key, Action.REFUSED, Stage.SANITIZE, Reason.MANAGED_KEY, _MANAGED_ORIGIN,
+                "the administrator's managed value is the only value of this name",
+                value=value,
+            )  # fmt: skip
+
+
 def _keep_home(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
     """Stage 4 (e'): the child's own home variable, whatever a later layer did to it.
 
@@ -394,6 +428,7 @@ def _unwrap_forced(out: Entries, options: SanitizeOptions, trace: Trace) -> None
     """Stage 4 (e): ``_ENVSCOPE_FORCE_X`` → ``X`` (a ``FORCED`` entry), never to a Tier 1 or
     force-prefixed name, nor (routed) with the launch process's own value of a declared name.
     """
+    managed = {k.upper() for k in options.managed}
     for key, value in _extra(options, NULL_TRACE).items():
         if not is_forced(key.upper()):
             continue
@@ -401,6 +436,13 @@ def _unwrap_forced(out: Entries, options: SanitizeOptions, trace: Trace) -> None
         if not target:
             continue
         up = target.upper()
+        if up in managed:  # the administrator's value wins: a forced one never replaces it
+            note = "the administrator's managed value is the only value of this name"
+            trace.record(
+                target, Action.REFUSED, Stage.SANITIZE, Reason.MANAGED_KEY, _MANAGED_ORIGIN,
+                note, value=value,
+            )  # fmt: skip
+            continue
         if is_forced(up) or options.rule.refuses_forcing(up, value):
             decl = options.rule.declaration(up)
             reason = Reason.FORCE_REFUSED

@@ -505,6 +505,7 @@ class HostMachine(RuleBasedStateMachine):
         secret_values = {v for k, v in inputs if declared(k.upper()) and v not in held}
         managed_up = upper_map(self.managed)
         managed_pairs = {(k.upper(), v) for k, v in self.managed.items()}
+        managed_exact = set(self.managed.items())
         # the routed profile's own values: its scope, but not a key the managed file sets
         own = {k: v for k, v in upper_map(scope).items() if k not in managed_up}
         # Routed, the launch process's value of a declared name (not the managed file's own
@@ -555,6 +556,9 @@ class HostMachine(RuleBasedStateMachine):
             if mcp:
                 assert mcp_safe(up) or up == pinned, up
                 assert not value.startswith("()"), f"a shell function reached MCP as {up}"
+            if up in managed_up and up != pinned:  # the administrator's value, every spelling
+                ours = (up, value) in managed_pairs if windows else (key, value) in managed_exact
+                assert ours, f"{key}: a value beside the managed one reached a child"
         if pinned and not stripped(pinned):
             home = str(self.path(target))
             assert child.get(HOME_VAR) == home or home in secret_values
@@ -566,6 +570,9 @@ class HostMachine(RuleBasedStateMachine):
             up = key.upper()
             if up in overlay or may_lose(up, value):
                 continue
+            ours = (up, value) in managed_pairs if windows else (key, value) in managed_exact
+            if up in managed_up and up != pinned and not ours:
+                continue  # a twin or another value of a managed name: refused
             if routed and up not in keep and (up in residue or declared(up) or gate(up)):
                 continue
             assert child.get(key) == value, f"undeclared {key} was lost or changed"

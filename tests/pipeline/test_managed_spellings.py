@@ -1,0 +1,69 @@
+"""The administrator's value is the only value of a managed name, in every spelling.
+
+On POSIX ``http_proxy`` and ``HTTP_PROXY`` are two variables: a table over how
+a twin could arrive (the launch ``.env``, the process env, the routed
+profile's ``.env`` through a passthrough, a forced hand-over, a plain
+``extra``) × surfaces (``inherit: none`` included) × routing. The child holds
+the managed entry and no other value of the name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envscope import FORCE_PREFIX, Inherit, Surface, SurfacePolicy
+from tests.conftest import HostFactory
+
+MANAGED = "http://proxy.corp:3128"
+TWIN = "http://twin.example:8080"
+
+# how the twin arrives: (parent env additions, launch .env, B's .env, extra, passthrough)
+ARRIVALS: dict[str, tuple[dict[str, str], str, str, dict[str, str], list[str]]] = {
+    "process env": ({"http_proxy": TWIN}, "", "", {}, []),
+    "launch .env": ({}, f"http_proxy={TWIN}\n", "", {}, []),
+    "routed passthrough": ({}, "", f"http_proxy={TWIN}\n", {}, ["http_proxy"]),
+    "routed scope": ({}, "", f"http_proxy={TWIN}\n", {}, []),
+    "forced": ({}, "", "", {f"{FORCE_PREFIX}http_proxy": TWIN}, []),
+    "forced same spelling": ({}, "", "", {f"{FORCE_PREFIX}HTTP_PROXY": TWIN}, []),
+}
+POLICIES = {
+    "default": None,
+    "inherit none": SurfacePolicy(inherit=Inherit.NONE),
+    "inherit core": SurfacePolicy(inherit=Inherit.CORE),
+}
+
+
+@pytest.mark.parametrize("arrival", sorted(ARRIVALS))
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+@pytest.mark.parametrize("surface", [s for s in Surface if s is not Surface.MCP])
+@pytest.mark.parametrize("routed", [False, True], ids=["launch", "routed"])
+def test_the_managed_value_is_the_only_value_of_its_name(
+    make_host: HostFactory,
+    homes: dict[str, Path],
+    arrival: str,
+    policy: str,
+    surface: Surface,
+    routed: bool,
+) -> None:
+    """Whatever brought a twin or another value, the child holds HTTP_PROXY=<managed> alone."""
+    parent, launch_env, b_env, extra, passthrough = ARRIVALS[arrival]
+    managed = homes["root"] / "managed.env"
+    managed.write_text(f"HTTP_PROXY={MANAGED}\n")
+    (homes["A"] / ".env").write_text(f"A_MARKER=a\n{launch_env}")
+    (homes["B"] / ".env").write_text(f"B_MARKER=b\n{b_env}")
+    chosen = POLICIES[policy]
+    host = make_host(
+        {"PATH": "/usr/bin", **parent},
+        managed_env_file=managed,
+        surface_policies={} if chosen is None else {surface: chosen},
+    )
+    host.load_launch_env()
+    kwargs = {"surface": surface, "extra": extra, "passthrough": passthrough}
+    if routed:
+        with host.routed(homes["B"]):
+            env = host.build_subprocess_env(**kwargs)  # type: ignore[arg-type]
+    else:
+        env = host.build_subprocess_env(**kwargs)  # type: ignore[arg-type]
+    assert {k: v for k, v in env.items() if k.upper() == "HTTP_PROXY"} == {"HTTP_PROXY": MANAGED}
