@@ -49,6 +49,25 @@ class McpFormat(enum.Enum):
     AGENT = "agent-host YAML (mcp_servers)"
 
 
+class ServerEnv(dict[str, str]):
+    """A server's resolved env block that carries which keys the host resolved.
+
+    ``resolved`` travels with the values: ``stdio_server_parameters(env=
+    server.env)`` reads it, so a value the host resolved (a ``${NAME}``
+    reference, an ``envFile`` entry, a forwarded name) is never taken for the
+    operator's literal on any path. Its repr shows the keys, never a value.
+    """
+
+    __slots__ = ("resolved",)
+
+    def __init__(self, values: Mapping[str, str], resolved: frozenset[str]) -> None:
+        super().__init__(values)
+        self.resolved = frozenset(k for k in resolved if k in values)
+
+    def __repr__(self) -> str:
+        return f"ServerEnv(keys={sorted(self)!r}, resolved={sorted(self.resolved)!r})"
+
+
 @dataclass(frozen=True, slots=True, repr=False)
 class McpServerConfig:
     """One stdio server of an MCP client config file (its env already resolved).
@@ -58,7 +77,8 @@ class McpServerConfig:
     ``envFile``, ``env_vars``/``env_keys``), ``command_field`` that of the command.
     ``resolved`` holds the env keys whose value the reader resolved rather than
     the operator typed: a ``${…}`` reference anywhere in it, an ``envFile`` entry,
-    a forwarded name. ``env_file`` is the ``envFile`` read (its absolute path).
+    a forwarded name; ``env`` (a ``ServerEnv``) carries it too. ``env_file`` is
+    the ``envFile`` read (its absolute path).
     """
 
     name: str
@@ -443,7 +463,7 @@ def _stdio_entry(name: str, doc: Mapping[str, Any], shape: _Shape, r: _Reading) 
         else:
             resolved.discard(key)  # the operator's literal replaces an envFile's value
     return McpServerConfig(
-        name, command, args, env, cwd, r.path, shape.top, shape.fmt,
+        name, command, args, ServerEnv(env, frozenset(resolved)), cwd, r.path, shape.top, shape.fmt,
         MappingProxyType(fields), at.child(shape.command).field, frozenset(resolved), env_file,
     )  # fmt: skip
 

@@ -114,6 +114,8 @@ def stdio_server_parameters(
     launch home.
     """
     stdio = _sdk()
+    # a config's env block carries the keys the host resolved: never the operator's literal
+    resolved = (*resolved, *getattr(env, "resolved", ()))
     if not isinstance(command, str) or not command:
         raise ConfigurationError("command: must be a non-empty string")
     arguments = _arguments(args, "args")

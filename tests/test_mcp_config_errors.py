@@ -246,3 +246,25 @@ def test_reprs_hold_no_value(make_host: HostFactory, tmp_path: Path) -> None:
     tree = build_host_tree(tmp_path / "tree", environ={"PATH": "/bin", "X_TOKEN": HOST_SECRET})
     assert HOST_SECRET not in repr(tree)
     assert "X_TOKEN" in repr(tree)
+
+
+def test_the_two_step_api_carries_what_the_host_resolved(
+    make_host: HostFactory, tmp_path: Path
+) -> None:
+    """read_server_config then stdio_server_parameters(env=server.env): a resolved format
+    is the host's value, never the operator's literal (it used to pass as typed)."""
+    from envscope.mcp import read_server_config, stdio_server_parameters
+    from envscope.policy.formats import format_table
+
+    pat = next(f.example for f in format_table().formats if f.name == "github-classic-pat")
+    path = _write(tmp_path, "claude", "x", env={"TOOL_PAT": "${HOST_PAT}", "TYPED": pat})
+    host = make_host({**PARENT, "HOST_PAT": pat})
+    (server,) = read_server_config(path, host.parent_env()).values()
+    assert server.env.resolved == {"TOOL_PAT"}  # type: ignore[attr-defined]
+    params = stdio_server_parameters(
+        host, server.command, list(server.args), env=server.env, sdk_defaults="allow"
+    )
+    assert params.env is not None
+    assert "TOOL_PAT" not in params.env  # the host's value: a format, withheld
+    assert params.env["TYPED"] == pat  # typed by the operator: passes
+    assert pat not in repr(server.env)
