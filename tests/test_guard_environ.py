@@ -277,3 +277,22 @@ def test_no_exception_escapes_the_guard_under_churn(
         assert n > 500, "the churn starved the spawns"
     finally:
         envscope.guard(host, mode="off")
+
+
+@pytest.mark.parametrize(
+    ("args", "recorded"),
+    [
+        ((b"ENVSCOPE_TEST_RAW", b"v"), "ENVSCOPE_TEST_RAW"),
+        (("ENVSCOPE_TEST_RAW",), "ENVSCOPE_TEST_RAW"),
+        ((42, b"v"), None),
+        ((), None),
+    ],
+)
+def test_record_takes_a_name_as_putenv_got_it(
+    args: tuple[object, ...], recorded: str | None
+) -> None:
+    """Called from a frame that is not os.environ's: bytes or text names are recorded, else none."""
+    view = type(C_ENVIRON)()
+    view.record(args)  # what the hook does (CPython does not trace audit hooks)
+    assert list(view.names) == ([] if recorded is None else [recorded])
+    assert "v" not in repr(view.names)
