@@ -23,7 +23,9 @@ say: an undeclared name holding no secret):
    resolved), a forced hand-over of a Tier 2 credential, ``known_safe``, a
    credentialed child's own provider key as the whole value, or a host that
    keeps copies (``strip_value_aliases=False``). The verdict names the
-   strictest secret left uncovered, or (kept) the strictest one and what kept it.
+   strictest secret left uncovered, or (kept) the strictest one and what kept
+   it; an MCP block entry whose name the block grants stays ``server-grant``,
+   with what kept its value in the note.
 
 Every exemption is named in the verdict and traced. The factory's stage 4, the
 runtime guard, ``envscope.testing`` and the CLI's masking ask ``decide`` (stage
@@ -176,7 +178,15 @@ def _decided(
         return named
     if not matches:
         return named
-    return _by_value(rule, key, layer, matches, named)
+    valued = _by_value(rule, key, layer, matches, named)
+    if named is None or valued.withheld or named.exemption is not Exemption.SERVER_BLOCK:
+        return valued
+    # the operator's block names it and its value passes too: the block is the verdict
+    # (server-grant), what kept the value is in the note
+    note = f"its value: {valued.reason.value}"
+    return Verdict(
+        False, named.reason, named.origin, note, named.declaration, valued.match, named.exemption
+    )
 
 
 def decide(rule: SecretRule, key: str, value: str, layer: Layer) -> Verdict | None:

@@ -62,6 +62,9 @@ ROWS: list[tuple[str, Layer, str, str, bool, tuple[bool, Reason, Exemption | Non
      (W, Reason.VALUE_SHAPE, None)),
     ("block-tier1-name", Layer.MCP_LITERAL, "GITHUB_TOKEN", "operator-own-value", False,
      (K, Reason.SERVER_GRANT, Exemption.SERVER_BLOCK)),
+    # a Tier 1 block name holding a typed token: the block's grant, the literal in the note
+    ("block-tier1-name-typed-token", Layer.MCP_LITERAL, "GITHUB_TOKEN", PAT, False,
+     (K, Reason.SERVER_GRANT, Exemption.SERVER_BLOCK)),
     ("block-host-secret", Layer.MCP_LITERAL, "API", BOT, False, (W, Reason.ALIAS_OF, None)),
     ("reference-host-secret", Layer.MCP_REFERENCE, "API", BOT, False,
      (W, Reason.ALIAS_OF, None)),
