@@ -90,6 +90,7 @@ class Exemption(enum.Enum):
     FORCED = "forced"  # a forced hand-over of a Tier 2 credential of this home
     TIER2_INHERITED = "tier2-inherited"  # a Tier 2 credential of a child that inherits them
     VALUES_KEPT = "values-kept"  # Host(strip_value_aliases=False): copies are not stripped
+    MANAGED = "managed"  # the managed file's entry: a launch value equal to it is not its origin
 
 
 @dataclass(frozen=True, slots=True, repr=False)

@@ -21,8 +21,9 @@ say: an undeclared name holding no secret):
    grant (never a secret source's credential: that is an error), the
    operator's literal (a format typed into a block, never a value the host
    resolved), a forced hand-over of a Tier 2 credential, ``known_safe``, a
-   credentialed child's own provider key as the whole value, or a host that
-   keeps copies (``strip_value_aliases=False``). The verdict names the
+   credentialed child's own provider key as the whole value, the managed
+   file's own entry (``MANAGED``: a launch credential equal to it is not its
+   origin), or a host that keeps copies (``strip_value_aliases=False``). The verdict names the
    strictest secret left uncovered, or (kept) the strictest one and what kept
    it; an MCP block entry whose name the block grants stays ``server-grant``,
    with what kept its value in the note.
@@ -62,6 +63,7 @@ _EXEMPTION_REASONS = {
     Exemption.FORCED: Reason.FORCED,
     Exemption.TIER2_INHERITED: Reason.TIER2_INHERITED,
     Exemption.VALUES_KEPT: Reason.VALUES_KEPT,
+    Exemption.MANAGED: Reason.MANAGED_VALUE,
 }
 _CALLER_EXEMPTIONS = frozenset(
     {Exemption.GRANT, Exemption.SERVER_BLOCK, Exemption.OPERATOR_LITERAL, Exemption.FORCED}
@@ -125,6 +127,8 @@ def _covering(rule: SecretRule, layer: Layer, match: SecretMatch) -> Exemption |
     """The exemption that keeps this one secret of an entry of ``layer``, or None."""
     if match.exemption is not None:
         return match.exemption
+    if match.launch and layer is Layer.MANAGED:  # the entry's origin is the administrator
+        return Exemption.MANAGED
     if match.shape and layer is Layer.MCP_LITERAL:
         return Exemption.OPERATOR_LITERAL
     if layer is Layer.FORCED and rule.forced_keeps(match):

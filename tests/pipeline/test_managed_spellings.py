@@ -67,3 +67,24 @@ def test_the_managed_value_is_the_only_value_of_its_name(
     else:
         env = host.build_subprocess_env(**kwargs)  # type: ignore[arg-type]
     assert {k: v for k, v in env.items() if k.upper() == "HTTP_PROXY"} == {"HTTP_PROXY": MANAGED}
+
+
+@pytest.mark.parametrize("surface", [s for s in Surface if s is not Surface.MCP])
+def test_a_managed_pin_equal_to_a_launch_credential_reaches_a_routed_child(
+    make_host: HostFactory, homes: dict[str, Path], surface: Surface
+) -> None:
+    """The launch .env holds the managed URL under another declared name: the pin still goes.
+
+    The entry's layer says it is the administrator's; the launch copy under the
+    other name stays a launch credential and never reaches the routed child.
+    """
+    url = "https://llm-proxy.corp.example/v1"
+    managed = homes["root"] / "managed.env"
+    managed.write_text(f"OPENAI_BASE_URL={url}\n")
+    (homes["A"] / ".env").write_text(f"ANTHROPIC_BASE_URL={url}\n")
+    host = make_host({"PATH": "/usr/bin"}, managed_env_file=managed)
+    host.load_launch_env()
+    with host.routed(homes["B"]):
+        env = host.build_subprocess_env(surface=surface, inherit_credentials=True)
+    assert env["OPENAI_BASE_URL"] == url
+    assert "ANTHROPIC_BASE_URL" not in env
