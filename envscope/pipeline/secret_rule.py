@@ -385,27 +385,34 @@ class SecretRule:
         joined = "\x00".join(value for _, value in items)
         host = self._host.present_in(joined)
         scope = self._scope.present_in(joined)
-        out: list[list[SecretMatch]] = []
-        where: list[list[Span]] = []
-        for key, value in items:
-            found, spans = self._declared_in(key, value, scope, host)
-            out.append(found)
-            where.append(spans)
+        out: list[tuple[SecretMatch, ...]] = [()] * len(items)
+        where: dict[int, list[Span]] = {}  # the values holding a declared secret: its spans
+        if host.longest_first or scope.longest_first:  # else no value holds one: not searched
+            for i, (key, value) in enumerate(items):
+                found, spans = self._declared_in(key, value, scope, host)
+                if found:
+                    out[i] = tuple(found)
+                    where[i] = spans
         formats = self._formats
         if formats is None:
-            return [tuple(found) for found in out]
+            return out
         clean = self._clean
         # a value a declared secret covers whole needs no format search
-        todo = [i for i, (_, v) in enumerate(items) if not covered(0, len(as_read(v)), where[i])]
+        todo = [
+            i
+            for i in range(len(items))
+            if i not in where or not covered(0, len(as_read(items[i][1])), where[i])
+        ]
         values = [items[i][1] for i in todo]
         known = frozenset() if clean is None else clean.known_clean
         shapes = formats_in(values, known, formats.find)
         for j in shapes:
-            key, value = items[todo[j]]
-            out[todo[j]] += self._shape_matches(key, value, where[todo[j]])
+            i = todo[j]
+            key, value = items[i]
+            out[i] += tuple(self._shape_matches(key, value, where.get(i, ())))
         if clean is not None:  # this build's clean values, in place of the last build's
             clean.remember(frozenset([v for j, v in enumerate(values) if j not in shapes]))
-        return [tuple(found) for found in out]
+        return out
 
     def public(self, match: SecretMatch) -> str:
         """What an error may name for a match (never a value, never a launch name when routed)."""
