@@ -373,8 +373,10 @@ def _keep_managed(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
     put it there after stage 3 (a passthrough, a forced hand-over, a twin from
     the base or the routed scope): an entry of a managed name that is not one of
     the managed file's own ``(key, value)`` pairs is refused (``managed-key``).
-    The managed entries themselves are not added back: a surface's allowlist
-    may still keep one from the child.
+    Where that leaves the name with no managed entry (the host changed its own
+    env after the launch load), the managed pairs take its place: the name
+    reached the child, and the administrator's value is its value. A name no
+    layer brought is not added (a surface's allowlist may keep it out).
     """
     managed = options.managed
     if not managed:
@@ -384,16 +386,26 @@ def _keep_managed(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
     for key, value in managed.items():
         allowed.setdefault(key.upper(), set()).add((key.upper() if fold else key, value))
     for up, pairs in allowed.items():
+        refused = False
         for idx in spellings(out, up, fold):
             key, value, _ = out[idx]
             if ((key.upper() if fold else key), value) in pairs:
                 continue
             del out[idx]
+            refused = True
             trace.record(
                 key, Action.REFUSED, Stage.SANITIZE, Reason.MANAGED_KEY, _MANAGED_ORIGIN,
                 "the administrator's managed value is the only value of this name",
                 value=value,
             )  # fmt: skip
+        if refused and not spellings(out, up, fold):
+            for key, value in managed.items():
+                if key.upper() == up:
+                    out[index(key, fold)] = (key, value, Layer.MANAGED)
+                    trace.record(
+                        key, Action.ADDED, Stage.SANITIZE, Reason.MANAGED_VALUE, _MANAGED_ORIGIN,
+                        value=value,
+                    )  # fmt: skip
 
 
 def _keep_home(out: Entries, options: SanitizeOptions, trace: Trace) -> None:

@@ -88,3 +88,19 @@ def test_a_managed_pin_equal_to_a_launch_credential_reaches_a_routed_child(
         env = host.build_subprocess_env(surface=surface, inherit_credentials=True)
     assert env["OPENAI_BASE_URL"] == url
     assert "ANTHROPIC_BASE_URL" not in env
+
+
+@pytest.mark.parametrize("spelling", ["HTTP_PROXY", "http_proxy"])
+@pytest.mark.parametrize("surface", [s for s in Surface if s is not Surface.MCP])
+def test_a_managed_value_the_host_changed_after_the_load_is_restored(
+    make_host: HostFactory, homes: dict[str, Path], spelling: str, surface: Surface
+) -> None:
+    """The host sets its own value of a managed name after the load: the child gets the pin."""
+    managed = homes["root"] / "managed.env"
+    managed.write_text(f"HTTP_PROXY={MANAGED}\n")
+    environ = {"PATH": "/usr/bin"}
+    host = make_host(environ, managed_env_file=managed)
+    host.load_launch_env()
+    environ[spelling] = TWIN
+    env = host.build_subprocess_env(surface=surface)
+    assert {k: v for k, v in env.items() if k.upper() == "HTTP_PROXY"} == {"HTTP_PROXY": MANAGED}
