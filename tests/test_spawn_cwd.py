@@ -48,24 +48,19 @@ def _check_output(host: Host, surface: Surface, cwd: object) -> str:
     return _out(spawn.check_output(host, PRINT_PWD, surface=surface, cwd=cwd))
 
 
-def _call(host: Host, surface: Surface, cwd: object) -> str:
-    read, write = os.pipe()
-    try:
-        spawn.call(host, PRINT_PWD, surface=surface, cwd=cwd, stdout=write)
-    finally:
-        os.close(write)
-    with os.fdopen(read) as fh:
-        return fh.read().strip()
+def _into_pipe(call: Callable[..., object]) -> Callable[[Host, Surface, object], str]:
+    """A helper that returns no output (``call``, ``check_call``), its stdout read from a pipe."""
 
+    def run(host: Host, surface: Surface, cwd: object) -> str:
+        read, write = os.pipe()
+        try:
+            call(host, PRINT_PWD, surface=surface, cwd=cwd, stdout=write)
+        finally:
+            os.close(write)
+        with os.fdopen(read) as fh:
+            return fh.read().strip()
 
-def _check_call(host: Host, surface: Surface, cwd: object) -> str:
-    read, write = os.pipe()
-    try:
-        spawn.check_call(host, PRINT_PWD, surface=surface, cwd=cwd, stdout=write)
-    finally:
-        os.close(write)
-    with os.fdopen(read) as fh:
-        return fh.read().strip()
+    return run
 
 
 def _exec(host: Host, surface: Surface, cwd: object) -> str:
@@ -94,8 +89,8 @@ def _shell(host: Host, surface: Surface, cwd: object) -> str:
 HELPERS: dict[str, Callable[[Host, Surface, object], str]] = {
     "run": _run,
     "popen": _popen,
-    "call": _call,
-    "check_call": _check_call,
+    "call": _into_pipe(spawn.call),
+    "check_call": _into_pipe(spawn.check_call),
     "check_output": _check_output,
     "create_subprocess_exec": _exec,
     "create_subprocess_shell": _shell,

@@ -222,6 +222,9 @@ def _drop(out: Entries, indexes: Iterable[str], reason: Reason, trace: Trace) ->
 
 
 _POLICY_REJECTIONS = frozenset({Reason.NOT_INHERITED, Reason.EXCLUDED})
+_MANAGED_ORIGIN = Origin(OriginKind.MANAGED, "managed")
+_MANAGED_ONLY = "the administrator's managed value is the only value of this name"
+_HOME_ORIGIN = Origin(OriginKind.SURFACE, "home")
 
 
 def _filter_base(entries: Entries, options: SanitizeOptions, trace: Trace) -> Entries:
@@ -284,8 +287,7 @@ def _merge(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
 
     def record_pinned(key: str, value: str, replaced: bool) -> None:
         del replaced
-        origin = Origin(OriginKind.SURFACE, "home")
-        trace.record(key, Action.ADDED, Stage.EXTRA, Reason.HOME_VAR, origin, value=value)
+        trace.record(key, Action.ADDED, Stage.EXTRA, Reason.HOME_VAR, _HOME_ORIGIN, value=value)
 
     if base_filter is not None:  # a platform default the policy's inherit would lose
         defaults = {
@@ -363,9 +365,6 @@ def _resolve_passthrough(out: Entries, options: SanitizeOptions, trace: Trace) -
                 trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
 
 
-_MANAGED_ORIGIN = Origin(OriginKind.MANAGED, "managed")
-
-
 def _keep_managed(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
     """Stage 4 (e'): the administrator's value is the only value of a managed name.
 
@@ -395,8 +394,7 @@ def _keep_managed(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
             refused = True
             trace.record(
                 key, Action.REFUSED, Stage.SANITIZE, Reason.MANAGED_KEY, _MANAGED_ORIGIN,
-                "the administrator's managed value is the only value of this name",
-                value=value,
+                _MANAGED_ONLY, value=value,
             )  # fmt: skip
         if refused and not spellings(out, up, fold):
             for key, value in managed.items():
@@ -426,14 +424,13 @@ def _keep_home(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
         for idx in found:
             other, other_value, layer = out[idx]
             if (other, other_value, layer) != pinned:
-                origin = Origin(OriginKind.SURFACE, "home")
                 trace.record(
-                    other, Action.REFUSED, Stage.SANITIZE, Reason.HOME_VAR, origin,
+                    other, Action.REFUSED, Stage.SANITIZE, Reason.HOME_VAR, _HOME_ORIGIN,
                     "the child's own home variable is pinned", value=other_value,
                 )  # fmt: skip
         remove_spellings(out, (up,), fold)
         out[index(key, fold)] = pinned
-        trace.record(key, Action.ADDED, Stage.SANITIZE, Reason.HOME_VAR, value=value)
+        trace.record(key, Action.ADDED, Stage.SANITIZE, Reason.HOME_VAR, _HOME_ORIGIN, value=value)
 
 
 def _unwrap_forced(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
@@ -449,10 +446,9 @@ def _unwrap_forced(out: Entries, options: SanitizeOptions, trace: Trace) -> None
             continue
         up = target.upper()
         if up in managed:  # the administrator's value wins: a forced one never replaces it
-            note = "the administrator's managed value is the only value of this name"
             trace.record(
                 target, Action.REFUSED, Stage.SANITIZE, Reason.MANAGED_KEY, _MANAGED_ORIGIN,
-                note, value=value,
+                _MANAGED_ONLY, value=value,
             )  # fmt: skip
             continue
         if is_forced(up) or options.rule.refuses_forcing(up, value):

@@ -161,17 +161,6 @@ class Secrets:
         present.by_value = {s: self.by_value[s] for s in present.longest_first}
         return present
 
-    def find(self, value: str) -> SecretMatch | None:
-        """The secret ``value`` is (both trimmed) or holds, longest first."""
-        read = as_read(value)
-        whole = self.by_value.get(read)
-        if whole is not None:
-            return whole
-        for secret in self.longest_first:
-            if len(secret) < len(read) and secret in read:
-                return inside(self.by_value[secret])
-        return None
-
     def collect(self, read: str, found: list[SecretMatch], spans: list[Span]) -> None:
         """Add to ``found`` every secret the trimmed value ``read`` is or holds.
 

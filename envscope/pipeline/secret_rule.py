@@ -277,17 +277,13 @@ class SecretRule:
         return value in self._own.get(key.strip().upper(), ())
 
     def find(self, value: str, *, own: bool = False) -> SecretMatch | None:
-        """The secret this value is or contains (whole first), or None.
+        """The first secret this value is or contains (whole first), or None.
 
         ``own``: the value is the routed profile's own, compared with the scope's
-        secrets only.
+        secrets only. The first of ``secret_in``'s declared matches: one search.
         """
-        if len(as_read(value)) < MIN_SECRET_LENGTH:
-            return None
-        found = self._scope.find(value)
-        if found is not None or own:
-            return found
-        return self._host.find(value)
+        found, _ = self._declared_matches(value, self._scope, self._host, own=own)
+        return found[0] if found else None
 
     def secret_in(self, key: str, value: str) -> tuple[SecretMatch, ...]:
         """Every secret ``key=value`` is or holds (``decision.decide`` decides with them).
@@ -295,40 +291,40 @@ class SecretRule:
         Each declared secret value this child may not receive (the routed
         scope's first, then the host's, longest first; one occurring only inside
         another is that one's part; a routed profile's own value compared with its
-        own secrets only), then each credential format outside those (``shape``):
+        own secrets only), then each credential format outside those (``SecretMatch.shape``):
         every child's, but a match the rule keeps itself carries its
         ``exemption`` (a ``known_safe`` name; for a child that inherits
         credentials, a model provider's key under a catalog name of that
         provider, as the whole value). Empty when the value holds none.
         """
-        found, spans = self._declared_in(key, value, self._scope, self._host)
+        found, spans = self._declared_matches(value, self._scope, self._host, key=key)
         if self._formats is not None and not covered(0, len(as_read(value)), spans):
             found += self._shape_matches(key, value, spans)
         return tuple(found)
 
-    def _declared_in(
-        self, key: str, value: str, scope: Secrets, host: Secrets
+    def _declared_matches(
+        self,
+        value: str,
+        scope: Secrets,
+        host: Secrets,
+        *,
+        key: str | None = None,
+        own: bool = False,
     ) -> tuple[list[SecretMatch], list[Span]]:
-        """The declared secrets a value is or holds, and where they are in it (trimmed)."""
+        """The declared secrets a value is or holds, and where they are in it (trimmed).
+
+        The scope's first, then (unless the value is the routed profile's own:
+        ``own``, or ``key=value`` is one of its scope values) the host's.
+        """
         found: list[SecretMatch] = []
         spans: list[Span] = []
         read = as_read(value)
         if len(read) < MIN_SECRET_LENGTH:
             return found, spans
         scope.collect(read, found, spans)
-        if not self.is_own(key, value):  # a profile's own value: its own secrets only
-            host.collect(read, found, spans)
+        if not (own or (key is not None and self.is_own(key, value))):
+            host.collect(read, found, spans)  # a profile's own value: its own secrets only
         return found, spans
-
-    def shape(self, key: str, value: str) -> SecretMatch | None:
-        """The first credential format ``value`` holds that no exemption keeps, else the first.
-
-        None when it holds none (each one: ``secret_in``).
-        """
-        found = self._shape_matches(key, value)
-        unkept = [m for m in found if m.exemption is None]
-        first = unkept or found
-        return first[0] if first else None
 
     def _shape_matches(self, key: str, value: str, spans: Sequence[Span] = ()) -> list[SecretMatch]:
         """A match for each credential format in ``value`` outside the declared ``spans``.
@@ -389,7 +385,7 @@ class SecretRule:
         where: dict[int, list[Span]] = {}  # the values holding a declared secret: its spans
         if host.longest_first or scope.longest_first:  # else no value holds one: not searched
             for i, (key, value) in enumerate(items):
-                found, spans = self._declared_in(key, value, scope, host)
+                found, spans = self._declared_matches(value, scope, host, key=key)
                 if found:
                     out[i] = tuple(found)
                     where[i] = spans
