@@ -35,6 +35,14 @@ def fake_env(names: list[str] | frozenset[str] | set[str]) -> dict[str, str]:
 HostFactory = Callable[..., Host]
 
 
+def build(host: Host, home: Path | None, **kwargs: object) -> dict[str, str]:
+    """One build, routed to ``home`` when one is given."""
+    if home is None:
+        return host.build_subprocess_env(**kwargs)  # type: ignore[arg-type]
+    with host.routed(home):
+        return host.build_subprocess_env(**kwargs)  # type: ignore[arg-type]
+
+
 @pytest.fixture
 def homes(tmp_path: Path) -> dict[str, Path]:
     """A launch home A and a profile home B, each with a small ``.env``."""

@@ -19,7 +19,6 @@ from envscope import (
     ConfigurationError,
     EnvscopeError,
     EnvValueError,
-    Host,
     PassthroughRefusedError,
     Reason,
     RoutingError,
@@ -29,7 +28,7 @@ from envscope import (
 )
 from envscope._guard import offences
 from envscope.testing import assert_no_secrets
-from tests.conftest import HostFactory, write_home
+from tests.conftest import HostFactory, build, write_home
 
 TOKEN = "fake-github-token-0123456789"  # GITHUB_TOKEN: Tier 1 in the default catalog
 BOT = "fake-telegram-bot-0123456789"  # TELEGRAM_BOT_TOKEN: Tier 1
@@ -55,14 +54,6 @@ def platform_plugin(home: Path, name: str, text: str) -> None:
     plugin = home / "plugins" / "platforms" / name
     plugin.mkdir(parents=True, exist_ok=True)
     (plugin / "plugin.yaml").write_text(text)
-
-
-def build(host: Host, home: Path | None, **kwargs: object) -> dict[str, str]:
-    """One build, routed to ``home`` when one is given."""
-    if home is None:
-        return host.build_subprocess_env(**kwargs)  # type: ignore[arg-type]
-    with host.routed(home):
-        return host.build_subprocess_env(**kwargs)  # type: ignore[arg-type]
 
 
 # -- secret values by declaration, not by suffix -----------------------------------

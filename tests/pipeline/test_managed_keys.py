@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from envscope import Action, Inherit, Reason, Surface, SurfacePolicy, Trace
-from tests.conftest import HostFactory
+from tests.conftest import HostFactory, build
 
 POLICIES = [
     SurfacePolicy(inherit=Inherit.CORE),
@@ -33,11 +33,7 @@ def test_a_managed_key_survives_every_surface_policy(
     host = make_host(managed_env_file=managed, surface_policies={surface: policy})
     host.load_launch_env()
     trace = Trace()
-    if routed:
-        with host.routed(homes["B"]):
-            env = host.build_subprocess_env(surface=surface, trace=trace)
-    else:
-        env = host.build_subprocess_env(surface=surface, trace=trace)
+    env = build(host, homes["B"] if routed else None, surface=surface, trace=trace)
     assert env["ORG_POLICY_FLAG"] == "managed-value"
     assert not [d for d in trace.for_key("ORG_POLICY_FLAG") if d.action is Action.STRIPPED], (
         "a surface policy stripped a managed key"
@@ -96,11 +92,7 @@ def test_a_managed_injection_vector_a_launch_source_also_supplied_is_kept(
     kwargs: dict[str, object] = {"surface": surface}
     if supplied is not None:
         kwargs["extra"] = supplied
-    if routed:
-        with host.routed(homes["B"]):
-            env = host.build_subprocess_env(**kwargs)  # type: ignore[arg-type]
-    else:
-        env = host.build_subprocess_env(**kwargs)  # type: ignore[arg-type]
+    env = build(host, homes["B"] if routed else None, **kwargs)
     if surface is Surface.MCP:
         assert env.get(name) in (None, f"/opt/admin/{name.lower()}")  # the allowlist decides
     else:

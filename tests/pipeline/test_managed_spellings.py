@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from envscope import FORCE_PREFIX, Inherit, Surface, SurfacePolicy
-from tests.conftest import HostFactory
+from tests.conftest import HostFactory, build
 
 MANAGED = "http://proxy.corp:3128"
 TWIN = "http://twin.example:8080"
@@ -61,11 +61,7 @@ def test_the_managed_value_is_the_only_value_of_its_name(
     )
     host.load_launch_env()
     kwargs = {"surface": surface, "extra": extra, "passthrough": passthrough}
-    if routed:
-        with host.routed(homes["B"]):
-            env = host.build_subprocess_env(**kwargs)  # type: ignore[arg-type]
-    else:
-        env = host.build_subprocess_env(**kwargs)  # type: ignore[arg-type]
+    env = build(host, homes["B"] if routed else None, **kwargs)
     assert {k: v for k, v in env.items() if k.upper() == "HTTP_PROXY"} == {"HTTP_PROXY": MANAGED}
 
 
