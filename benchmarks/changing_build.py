@@ -49,7 +49,7 @@ def main(calls: int) -> None:
         real_find = FormatTable.find
         real_find_in = SecretRule.find_in
         searched = [0, 0]
-        captured: list[tuple[SecretRule, list[tuple[str, str]]]] = []
+        captured: list[tuple[SecretRule, list[tuple[str, str]], list[bool]]] = []
 
         def counting(self: FormatTable, value: str) -> CredentialFormat | None:
             searched[0] += 1
@@ -57,10 +57,10 @@ def main(calls: int) -> None:
             return real_find(self, value)
 
         def capture(
-            self: SecretRule, items: Sequence[tuple[str, str]]
+            self: SecretRule, items: Sequence[tuple[str, str]], owns: Sequence[bool] = ()
         ) -> list[tuple[SecretMatch, ...]]:
-            captured.append((self, list(items)))
-            return real_find_in(self, items)
+            captured.append((self, list(items), list(owns)))
+            return real_find_in(self, items, owns)
 
         with host.routed(w1.profiles[0]):
             for _ in range(200):
@@ -77,13 +77,13 @@ def main(calls: int) -> None:
                 changing()
             finally:
                 SecretRule.find_in = real_find_in  # type: ignore[method-assign]
-        rule, items = captured[0]
-        as_built = median_us(lambda: rule.find_in(items), calls)
+        rule, items, owns = captured[0]
+        as_built = median_us(lambda: rule.find_in(items, owns), calls)
         if getattr(rule, "_clean", None) is not None:
             rule._clean = None  # one joined search of every value
-        joined = median_us(lambda: rule.find_in(items), calls)
+        joined = median_us(lambda: rule.find_in(items, owns), calls)
         rule._formats = None
-        declared = median_us(lambda: rule.find_in(items), calls)
+        declared = median_us(lambda: rule.find_in(items, owns), calls)
     print(f"changing build: {build_us:.1f} µs (median, {calls} calls)")
     print(
         f"format table per build: {searched[0] / 100:.1f} searches, {searched[1] / 100:.0f} chars"

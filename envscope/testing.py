@@ -245,7 +245,9 @@ def assert_no_secrets(
             continue
         if host.admitted(key, value, home):
             continue
-        verdict = decide(rule, key, value, Layer.BASE)
+        # an env under test carries no layer: the binding's record says what is the
+        # routed profile's own (as the runtime guard's explicit env)
+        verdict = decide(rule, key, value, Layer.BASE, own=rule.is_own(key, value))
         if verdict is not None and verdict.withheld:
             leaks.append(describe(rule, key, verdict))
     if leaks:

@@ -171,6 +171,9 @@ def _masker(built: Built, snap: dict[str, Any]) -> Callable[[str], bool]:
     Masked: what the one decision (``pipeline.decision.decide``, on the rule the
     factory applied) finds a secret in, withheld or kept by an exemption: a
     denied name, a value that is or holds a secret value or a credential format.
+    Each row is decided as the host's (``Layer.BASE``): the auditor's view, so a
+    routed profile's own copy of a launch secret, or its value under a name the
+    launch policy declares Tier 1, is masked like the launch row itself.
     """
     del snap
     rule = built.rule

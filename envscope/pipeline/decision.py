@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
     from envscope.pipeline.secret_rule import SecretRule
 
-__all__ = ["CALLER_ORIGIN", "Exemption", "Verdict", "decide", "decide_all", "describe"]
+__all__ = ["CALLER_ORIGIN", "Exemption", "Verdict", "decide", "decide_all", "describe", "is_own"]
 
 CALLER_ORIGIN = Origin(OriginKind.CALLER, "extra")  # where a caller's extra comes from
 
@@ -104,11 +104,29 @@ def _exempt(exemption: Exemption, origin: Origin | None, **found: object) -> Ver
     return Verdict(False, _EXEMPTION_REASONS[exemption], origin, exemption=exemption, **found)  # type: ignore[arg-type]
 
 
-def _by_name(rule: SecretRule, key: str, value: str, layer: Layer) -> Verdict | None:
+def is_own(rule: SecretRule, key: str, value: str, layer: Layer) -> bool:
+    """True when the entry is the routed profile's own: its layer says so, never its value.
+
+    A ``SCOPE`` entry is (the routed home's ``.env`` and sources; a passthrough
+    name keeps its source's layer). An env the host's code handed to a spawn
+    (``SPAWN``) carries no layer: the binding's record of the profile's own
+    values answers (``SecretRule.is_own``). Every other layer is the host's
+    (the process env, the managed file, the caller's ``extra`` and MCP block).
+    An own entry answers to the target's policy and its own secrets only, so a
+    routed profile never learns whether a value equals a launch secret (no oracle).
+    """
+    if not rule.routed:
+        return False
+    if layer is Layer.SCOPE:
+        return True
+    return layer is Layer.SPAWN and rule.is_own(key, value)
+
+
+def _by_name(rule: SecretRule, key: str, value: str, layer: Layer, own: bool) -> Verdict | None:
     """Step 2: the name's verdict (None: the name says nothing)."""
     if layer is Layer.SPAWN:
         return None
-    decl = rule.declaration(key, value)
+    decl = rule.declaration(key, own=own)
     if decl is None:
         return None
     if layer is Layer.GRANT:
@@ -117,7 +135,7 @@ def _by_name(rule: SecretRule, key: str, value: str, layer: Layer) -> Verdict | 
         return _exempt(Exemption.SERVER_BLOCK, None, declaration=decl)
     if layer is Layer.FORCED:
         return _exempt(Exemption.FORCED, None, declaration=decl)
-    if rule.withholds(decl, value):
+    if rule.withholds(decl, value, own=own):
         reason = Reason.TIER1 if decl.tier is Tier.TIER1 else Reason.TIER2
         return Verdict(True, reason, decl.origin, declaration=decl)
     return _exempt(Exemption.TIER2_INHERITED, decl.origin, declaration=decl)
@@ -175,9 +193,14 @@ def _by_value(
 
 
 def _decided(
-    rule: SecretRule, key: str, value: str, layer: Layer, matches: Sequence[SecretMatch]
+    rule: SecretRule,
+    key: str,
+    value: str,
+    layer: Layer,
+    matches: Sequence[SecretMatch],
+    own: bool,
 ) -> Verdict | None:
-    named = _by_name(rule, key, value, layer)
+    named = _by_name(rule, key, value, layer, own)
     if named is not None and named.withheld:
         return named
     if not matches:
@@ -193,26 +216,31 @@ def _decided(
     )
 
 
-def decide(rule: SecretRule, key: str, value: str, layer: Layer) -> Verdict | None:
+def decide(
+    rule: SecretRule, key: str, value: str, layer: Layer, *, own: bool | None = None
+) -> Verdict | None:
     """The verdict on one entry ``key=value`` of ``layer`` for the child ``rule`` is for.
 
     None when there is nothing to say (an undeclared name holding no secret).
     A grant of a value holding a secret source's credential raises
-    ``PassthroughRefusedError``.
+    ``PassthroughRefusedError``. ``own`` says whether the entry is the routed
+    profile's own where its layer cannot (None: ``is_own`` from the layer).
     """
     if layer is Layer.HOME_VAR or rule.is_home(key, value):
         return None  # the child's own home
-    return _decided(rule, key, value, layer, rule.secret_in(key, value))
+    own = is_own(rule, key, value, layer) if own is None else own and rule.routed
+    return _decided(rule, key, value, layer, rule.secret_in(key, value, own=own), own)
 
 
 def decide_all(rule: SecretRule, entries: Sequence[tuple[str, str, Layer]]) -> list[Verdict | None]:
     """``decide`` for each entry, in order, with one search of the values for the lot."""
-    matches = rule.find_in([(key, value) for key, value, _ in entries])
+    owns = [is_own(rule, key, value, layer) for key, value, layer in entries]
+    matches = rule.find_in([(key, value) for key, value, _ in entries], owns)
     return [
         None
         if layer is Layer.HOME_VAR or rule.is_home(key, value)
-        else _decided(rule, key, value, layer, match)
-        for (key, value, layer), match in zip(entries, matches, strict=True)
+        else _decided(rule, key, value, layer, match, own)
+        for (key, value, layer), match, own in zip(entries, matches, owns, strict=True)
     ]
 
 

@@ -206,16 +206,17 @@ class SecretRule:
 
     # -- names -----------------------------------------------------------------
 
-    def declaration(self, name: str, value: str | None = None) -> Declaration | None:
+    def declaration(self, name: str, *, own: bool = False) -> Declaration | None:
         """How this build declares a name (any case): the stricter of the policies consulted.
 
-        A routed profile's own value (``value`` among ``own[NAME]``) answers to
-        the target's policy only. A name with surrounding whitespace is the name
-        it spells (``" OPENAI_BASE_URL"`` is declared like ``OPENAI_BASE_URL``).
+        ``own``: the entry is the routed profile's own (its layer says so, or the
+        binding's record: ``decision.is_own``), which answers to the target's
+        policy only. A name with surrounding whitespace is the name it spells
+        (``" OPENAI_BASE_URL"`` is declared like ``OPENAI_BASE_URL``).
         """
         up = name.strip().upper()
         launch = self._launch_policy
-        if launch is None or (value is not None and value in self._own.get(up, ())):
+        if launch is None or own:
             return self._policy.declaration(up)
         memo = self._declared
         if up in memo:
@@ -225,20 +226,21 @@ class SecretRule:
         )
         return found
 
-    def withholds(self, decl: Declaration, value: str | None = None) -> bool:
+    def withholds(self, decl: Declaration, value: str | None = None, *, own: bool = False) -> bool:
         """True when a name declared as ``decl`` may not reach this child with ``value``.
 
         Tier 1 always; Tier 2 unless credentials are inherited; under routing, the
         launch process's own value of a declared name too (a launch credential,
-        whatever its length), unless it is also the routed profile's own.
+        whatever its length), unless the entry is the routed profile's own (``own``).
         """
         inherited = decl.tier is Tier.TIER2 and self.inherit_credentials
-        return not inherited or (value is not None and self.is_launch_credential(decl.name, value))
+        if not inherited:
+            return True
+        return value is not None and not own and self.is_launch_credential(decl.name, value)
 
     def is_launch_credential(self, name: str, value: str) -> bool:
         """True when, routed, ``name=value`` is the launch process's value of a declared name."""
-        pair = (name.strip().upper(), as_read(value))
-        return pair in self._launch_pairs and not self.is_own(name, value)
+        return (name.strip().upper(), as_read(value)) in self._launch_pairs
 
     def refuses_forcing(self, name: str, value: str) -> bool:
         """True when the force prefix may not hand ``name=value`` to this child.
@@ -247,9 +249,9 @@ class SecretRule:
         name: the force prefix hands over a Tier 2 credential of this home only.
         """
         decl = self.declaration(name)
-        return (decl is not None and decl.tier is Tier.TIER1) or self.is_launch_credential(
-            name, value
-        )
+        if decl is not None and decl.tier is Tier.TIER1:
+            return True
+        return self.is_launch_credential(name, value) and not self.is_own(name, value)
 
     @staticmethod
     def forced_keeps(match: SecretMatch) -> bool:
@@ -273,8 +275,12 @@ class SecretRule:
         return home is not None and value == home[1] and key.upper() == home[0]
 
     def is_own(self, key: str, value: str) -> bool:
-        """True when ``key=value`` is the routed profile's own scope value."""
-        return value in self._own.get(key.strip().upper(), ())
+        """True when the binding's record holds ``key=value`` as the routed profile's own.
+
+        For an entry whose layer cannot say where it came from: an env the host's
+        code handed to a spawn, one a test checks (``decision.own``).
+        """
+        return self.routed and value in self._own.get(key.strip().upper(), ())
 
     def find(self, value: str, *, own: bool = False) -> SecretMatch | None:
         """The first secret this value is or contains (whole first), or None.
@@ -285,7 +291,7 @@ class SecretRule:
         found, _ = self._declared_matches(value, self._scope, self._host, own=own)
         return found[0] if found else None
 
-    def secret_in(self, key: str, value: str) -> tuple[SecretMatch, ...]:
+    def secret_in(self, key: str, value: str, *, own: bool = False) -> tuple[SecretMatch, ...]:
         """Every secret ``key=value`` is or holds (``decision.decide`` decides with them).
 
         Each declared secret value this child may not receive (the routed
@@ -295,9 +301,10 @@ class SecretRule:
         every child's, but a match the rule keeps itself carries its
         ``exemption`` (a ``known_safe`` name; for a child that inherits
         credentials, a model provider's key under a catalog name of that
-        provider, as the whole value). Empty when the value holds none.
+        provider, as the whole value). Empty when the value holds none. ``own``:
+        the entry is the routed profile's own (``decision.own`` says).
         """
-        found, spans = self._declared_matches(value, self._scope, self._host, key=key)
+        found, spans = self._declared_matches(value, self._scope, self._host, own=own)
         if self._formats is not None and not covered(0, len(as_read(value)), spans):
             found += self._shape_matches(key, value, spans)
         return tuple(found)
@@ -308,13 +315,12 @@ class SecretRule:
         scope: Secrets,
         host: Secrets,
         *,
-        key: str | None = None,
         own: bool = False,
     ) -> tuple[list[SecretMatch], list[Span]]:
         """The declared secrets a value is or holds, and where they are in it (trimmed).
 
         The scope's first, then (unless the value is the routed profile's own:
-        ``own``, or ``key=value`` is one of its scope values) the host's.
+        ``own``) the host's.
         """
         found: list[SecretMatch] = []
         spans: list[Span] = []
@@ -322,7 +328,7 @@ class SecretRule:
         if len(read) < MIN_SECRET_LENGTH:
             return found, spans
         scope.collect(read, found, spans)
-        if not (own or (key is not None and self.is_own(key, value))):
+        if not own:
             host.collect(read, found, spans)  # a profile's own value: its own secrets only
         return found, spans
 
@@ -369,8 +375,12 @@ class SecretRule:
             )
         return out
 
-    def find_in(self, items: Sequence[tuple[str, str]]) -> list[tuple[SecretMatch, ...]]:
+    def find_in(
+        self, items: Sequence[tuple[str, str]], owns: Sequence[bool] = ()
+    ) -> list[tuple[SecretMatch, ...]]:
         """``secret_in`` for each ``(key, value)``, in order, in one pass for the lot.
+
+        ``owns[i]`` is ``secret_in``'s ``own`` for item ``i`` (none given: False).
 
         A declared secret that occurs in none of the values (one substring search
         over them all) is not looked for value by value, nor is a credential
@@ -384,8 +394,9 @@ class SecretRule:
         out: list[tuple[SecretMatch, ...]] = [()] * len(items)
         where: dict[int, list[Span]] = {}  # the values holding a declared secret: its spans
         if host.longest_first or scope.longest_first:  # else no value holds one: not searched
-            for i, (key, value) in enumerate(items):
-                found, spans = self._declared_matches(value, scope, host, key=key)
+            owned = list(owns) or [False] * len(items)
+            for i, (_, value) in enumerate(items):
+                found, spans = self._declared_matches(value, scope, host, own=owned[i])
                 if found:
                     out[i] = tuple(found)
                     where[i] = spans

@@ -93,3 +93,35 @@ def test_show_values_json_is_the_childs_env_with_case_twins(
     assert {k: v for k, v in values.items() if v != "********"} == {
         k: v for k, v in child.items() if values.get(k) != "********"
     }
+
+
+B_OWN_PLATFORM = "b-own-chatx-value-123"  # B's value under a name A's plugin declares Tier 1
+
+
+@pytest.mark.parametrize("copy_key", ["MY_COPY", "my_copy"])
+@pytest.mark.parametrize("surface", ["terminal", "credentialed", "mcp"])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_show_values_masks_a_routed_profiles_own_copies_of_launch_secrets(
+    capsys: pytest.CaptureFixture[str],
+    config: str,
+    tmp_path: Path,
+    copy_key: str,
+    surface: str,
+    as_json: bool,
+) -> None:
+    """B's own copy of a launch Tier 1 value, and its value under a launch Tier 1 name: masked.
+
+    The routed child keeps both (they are B's own: compared with B's secrets
+    only), but the auditor's view is the host's: a launch secret's value, or a
+    value under a name the launch policy declares Tier 1, is never printed.
+    """
+    (tmp_path / "B" / ".env").write_text(
+        f"B_SETTING=b-value\n{copy_key}={CATALOG_T1}\nCHATX_BOT_TOKEN={B_OWN_PLATFORM}\n"
+    )
+    argv = ["--config", config, "explain", "--show-values", "--home", "b", "--surface", surface]
+    argv += ["--json"] if as_json else []
+    assert main(argv) in (0, 1)
+    out = capsys.readouterr().out
+    for secret in (CATALOG_T1, B_OWN_PLATFORM, LAUNCH_ONLY):
+        assert secret not in out, secret
+    assert "b-value" in out or surface == "mcp"

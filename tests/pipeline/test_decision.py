@@ -189,3 +189,43 @@ def test_only_the_decision_function_decides_an_entry() -> None:
 def test_each_consumer_asks_the_decision_function(module: str) -> None:
     """The factory's stage 4, the guard, envscope.testing and the CLI's masking call it."""
     assert _calls(PACKAGE / module) & {"decide", "decide_all"}
+
+
+# Routed to B, whose own scope holds a copy of the launch bot token and the launch
+# OpenAI key: whether an entry is B's own is its layer's word, never its value's.
+ROUTED_ROWS: list[tuple[str, Layer, str, str, tuple[bool, Reason] | None]] = [
+    ("scope-copy", Layer.SCOPE, "COPY", BOT, None),  # B's own: B's secrets only
+    ("base-copy", Layer.BASE, "COPY", BOT, (W, Reason.ALIAS_OF)),  # the host's: a launch secret
+    ("extra-copy", Layer.EXTRA, "COPY", BOT, (W, Reason.ALIAS_OF)),
+    ("passthrough-copy", Layer.PASSTHROUGH, "COPY", BOT, (W, Reason.ALIAS_OF)),
+    ("spawn-copy", Layer.SPAWN, "COPY", BOT, None),  # no layer: the binding's record
+    ("spawn-other-key", Layer.SPAWN, "OTHER", BOT, (W, Reason.ALIAS_OF)),
+    ("scope-key", Layer.SCOPE, "OPENAI_API_KEY", OAI, (K, Reason.TIER2_INHERITED)),
+    ("base-key", Layer.BASE, "OPENAI_API_KEY", OAI, (W, Reason.TIER2)),  # a launch credential
+    ("managed-key", Layer.MANAGED, "OPENAI_API_KEY", OAI, (W, Reason.TIER2)),
+]
+ROUTED_IDS = [row[0] for row in ROUTED_ROWS]
+
+
+@pytest.mark.parametrize(("name", "layer", "key", "value", "expected"), ROUTED_ROWS, ids=ROUTED_IDS)
+def test_own_is_the_layers_word_not_the_values(
+    tmp_path: Path,
+    name: str,
+    layer: Layer,
+    key: str,
+    value: str,
+    expected: tuple[bool, Reason] | None,
+) -> None:
+    """A routed entry equal to one of B's own pairs is B's own only when its layer says so."""
+    del name
+    host = Host(Path(__file__).parent, environ=dict(PARENT), catalog=Catalog.default())
+    scope = {"COPY": BOT, "OPENAI_API_KEY": OAI}
+    with host.routed(tmp_path, scope=scope):
+        rule = host.secret_rule(inherit_credentials=True)
+        verdict = decide(rule, key, value, layer)
+        assert decide_all(rule, [(key, value, layer)]) == [verdict]
+    got = None if verdict is None else (verdict.withheld, verdict.reason)
+    assert got == expected
+    # the caller that knows better says so: an own entry of any layer answers to B alone
+    mine = decide(rule, key, value, layer, own=True)
+    assert mine is None or not mine.withheld or mine.reason is Reason.TIER1
