@@ -134,19 +134,22 @@ def build_arguments(
     grant: Iterable[str],
     flags: Mapping[str, object],
     resolved: Iterable[str] = (),
-) -> tuple[tuple[str, ...], frozenset[str], dict[str, str], frozenset[str]]:
-    """A build's arguments checked: its flags, passthrough names, grants, ``extra``, ``resolved``.
+    own: Iterable[str] = (),
+) -> tuple[tuple[str, ...], frozenset[str], dict[str, str], frozenset[str], frozenset[str]]:
+    """A build's arguments checked: flags, passthrough, grants, ``extra``, ``resolved``, ``own``.
 
     A grant names an exact key of ``extra``: one ``extra`` does not hold is a
     ``PassthroughRefusedError`` (whether the key may pass is the build's secret
-    rule's to say, at stage 4). ``resolved`` names exact keys of ``extra`` too
-    (an MCP block's entries the host resolved): one ``extra`` lacks is a
-    ``ConfigurationError``.
+    rule's to say, at stage 4). ``resolved`` and ``own`` name exact keys of
+    ``extra`` too (an MCP block's entries the host resolved, and those the
+    routed profile typed into its own config): one ``extra`` lacks, or a key
+    in both, is a ``ConfigurationError``.
     """
     check_flags(flags)
     names = name_list(passthrough, "passthrough", allow_empty=True)
     granted = frozenset(name_list(grant, "grant"))
     references = frozenset(name_list(resolved, "resolved"))
+    typed = frozenset(name_list(own, "own"))
     extras = coerce_extra(extra)
     if granted:
         missing = sorted(granted - set(extras))
@@ -154,10 +157,16 @@ def build_arguments(
             raise PassthroughRefusedError(
                 missing[0], "grant names a key that extra does not hold (it can never pass)"
             )
-    stray = sorted(references - set(extras))
-    if stray:
-        raise ConfigurationError(f"resolved: {stray[0]!r} is not a key of extra")
-    return names, granted, extras, references
+    for what, keys in (("resolved", references), ("own", typed)):
+        stray = sorted(keys - set(extras))
+        if stray:
+            raise ConfigurationError(f"{what}: {stray[0]!r} is not a key of extra")
+    both = sorted(references & typed)
+    if both:
+        raise ConfigurationError(
+            f"own: {both[0]!r} is also resolved (a value the host resolved is never typed)"
+        )
+    return names, granted, extras, references, typed
 
 
 def coerce_extra(extra: Mapping[str, object] | None) -> dict[str, str]:

@@ -52,17 +52,22 @@ class McpFormat(enum.Enum):
 class ServerEnv(dict[str, str]):
     """A server's resolved env block that carries which keys the host resolved.
 
-    ``resolved`` travels with the values: ``stdio_server_parameters(env=
-    server.env)`` reads it, so a value the host resolved (a ``${NAME}``
-    reference, an ``envFile`` entry, a forwarded name) is never taken for the
-    operator's literal on any path. Its repr shows the keys, never a value.
+    ``resolved`` and ``path`` (the config file it was read from) travel with the
+    values: ``stdio_server_parameters(env=server.env)`` reads them, so a value
+    the host resolved (a ``${NAME}`` reference, an ``envFile`` entry, a
+    forwarded name) is never taken for the operator's literal on any path, and
+    a literal of a config in the routed home is the profile's own. Its repr
+    shows the keys, never a value.
     """
 
-    __slots__ = ("resolved",)
+    __slots__ = ("path", "resolved")
 
-    def __init__(self, values: Mapping[str, str], resolved: frozenset[str]) -> None:
+    def __init__(
+        self, values: Mapping[str, str], resolved: frozenset[str], path: str | None = None
+    ) -> None:
         super().__init__(values)
         self.resolved = frozenset(k for k in resolved if k in values)
+        self.path = path
 
     def __repr__(self) -> str:
         return f"ServerEnv(keys={sorted(self)!r}, resolved={sorted(self.resolved)!r})"
@@ -78,7 +83,8 @@ class McpServerConfig:
     ``resolved`` holds the env keys whose value the reader resolved rather than
     the operator typed: a ``${…}`` reference anywhere in it, an ``envFile`` entry,
     a forwarded name; ``env`` (a ``ServerEnv``) carries it too. ``env_file`` is
-    the ``envFile`` read (its absolute path).
+    the ``envFile`` read (its absolute path). ``argv_resolved`` holds the field
+    paths of the command, arguments and cwd that held a reference.
     """
 
     name: str
@@ -93,6 +99,7 @@ class McpServerConfig:
     command_field: str = ""
     resolved: frozenset[str] = frozenset()
     env_file: str | None = None
+    argv_resolved: frozenset[str] = frozenset()
 
     def __repr__(self) -> str:
         # the env block's names; never a value, nor the resolved command, args or cwd (a
@@ -412,15 +419,17 @@ def _stdio_entry(name: str, doc: Mapping[str, Any], shape: _Shape, r: _Reading) 
     command = doc.get(shape.command)
     if not isinstance(command, str) or not command:
         raise at.child(shape.command).error("must be a non-empty string")
+    argv_resolved = {at.child(shape.command).field} if r.interpolates(command) else set()
     command = _carried(r.resolve(command, at.child(shape.command)), at.child(shape.command))
     raw_args = doc.get("args", [])
     if not isinstance(raw_args, list) or not all(isinstance(a, str) for a in raw_args):
         raise at.child("args").error("must be a list of strings")
-    args = tuple(
-        _carried(r.resolve(a, here), here)
-        for here, a in ((at.at(f"{at.field}.args[{i}]"), a) for i, a in enumerate(raw_args))
-    )
+    where_args = [(at.at(f"{at.field}.args[{i}]"), a) for i, a in enumerate(raw_args)]
+    argv_resolved |= {here.field for here, a in where_args if r.interpolates(a)}
+    args = tuple(_carried(r.resolve(a, here), here) for here, a in where_args)
     cwd = _optional_string(doc, "cwd", at)
+    if cwd is not None and r.interpolates(cwd):
+        argv_resolved.add(at.child("cwd").field)
     cwd = None if cwd is None else _carried(r.resolve(cwd, at.child("cwd")), at.child("cwd"))
     env: dict[str, str] = {}
     fields: dict[str, str] = {}
@@ -463,8 +472,10 @@ def _stdio_entry(name: str, doc: Mapping[str, Any], shape: _Shape, r: _Reading) 
         else:
             resolved.discard(key)  # the operator's literal replaces an envFile's value
     return McpServerConfig(
-        name, command, args, ServerEnv(env, frozenset(resolved)), cwd, r.path, shape.top, shape.fmt,
+        name, command, args, ServerEnv(env, frozenset(resolved), r.path), cwd, r.path, shape.top,
+        shape.fmt,
         MappingProxyType(fields), at.child(shape.command).field, frozenset(resolved), env_file,
+        frozenset(argv_resolved),
     )  # fmt: skip
 
 

@@ -354,6 +354,7 @@ class Host:
         trace: Trace | None = None,
         grant: Sequence[str] = (),
         resolved: Sequence[str] = (),
+        own: Sequence[str] = (),
     ) -> dict[str, str]:
         """Build one child env: strip residue → overlay scope → managed keys → sanitise.
 
@@ -367,6 +368,10 @@ class Host:
         ``${NAME}`` reference, an ``envFile``, a forwarded name) rather than the
         operator typed: such a value is the host's, never an operator literal, so
         a credential format in it is refused unless granted (``mcp`` only).
+        ``own`` names block keys the routed profile typed into its own MCP
+        config (a file in its home): such a value is compared with the
+        profile's own secrets only, never the launch profile's (no oracle;
+        ``mcp`` only, and only a routed build takes it as the profile's).
         """
         surface = surface_of(surface)
         check_trace(trace)
@@ -375,11 +380,14 @@ class Host:
             "strip_launch_profile": strip_launch_profile,
             "scrub": scrub,
         }
-        passthrough, granted, extras, references = build_arguments(
-            extra, passthrough, grant, flags, resolved
+        passthrough, granted, extras, references, typed = build_arguments(
+            extra, passthrough, grant, flags, resolved, own
         )
-        if references and surface is not Surface.MCP:
-            raise ConfigurationError("resolved: names keys of an MCP server's env block (mcp only)")
+        for what, keys in (("resolved", references), ("own", typed)):
+            if keys and surface is not Surface.MCP:
+                raise ConfigurationError(
+                    f"{what}: names keys of an MCP server's env block (mcp only)"
+                )
         process = copy_env(self._environ, "environ")  # checked when the build runs
         snapshot = process if base is None else copy_env(base)
         if not scrub:
@@ -388,7 +396,7 @@ class Host:
         request = self._request(
             snapshot, None if base is None else process, extras, surface=surface,
             inherit_credentials=inherit_credentials, strip_launch_profile=strip_launch_profile,
-            passthrough=passthrough, granted=granted, resolved=references,
+            passthrough=passthrough, granted=granted, resolved=references, own=typed,
         )  # fmt: skip
         binding = request.binding
         memo = self._memo if binding is None else binding.memo
@@ -409,6 +417,7 @@ class Host:
         passthrough: tuple[str, ...] = (),
         granted: frozenset[str] = frozenset(),
         resolved: frozenset[str] = frozenset(),
+        own: frozenset[str] = frozenset(),
     ) -> BuildRequest:
         """Everything one build in this context reads (the manifest stamp checked on the way)."""
         binding = self._binding.get()
@@ -438,6 +447,7 @@ class Host:
             extras=extras,
             granted=granted,
             resolved=resolved,
+            own=own,
             snapshot=snapshot,
             process=process,
             supplied=self._supplied(binding) if surface.is_allowlist else None,
@@ -535,7 +545,7 @@ class Host:
         self, surface: Surface | str, extra: Mapping[str, object] | None, inherit: bool
     ) -> BuildRequest:
         """The request a build in this context would make (no base, no passthrough, no grant)."""
-        _, _, extras, _ = build_arguments(extra, (), (), {"inherit_credentials": inherit})
+        _, _, extras, _, _ = build_arguments(extra, (), (), {"inherit_credentials": inherit})
         process = snapshot_env(self._environ, "environ")
         return self._request(
             process, None, extras, surface=surface_of(surface), inherit_credentials=inherit

@@ -116,6 +116,7 @@ def stdio_server_parameters(
     stdio = _sdk()
     # a config's env block carries the keys the host resolved: never the operator's literal
     resolved = (*resolved, *getattr(env, "resolved", ()))
+    own = _typed_by_profile(host, env, resolved)
     if not isinstance(command, str) or not command:
         raise ConfigurationError("command: must be a non-empty string")
     arguments = _arguments(args, "args")
@@ -128,6 +129,7 @@ def stdio_server_parameters(
         passthrough=passthrough,
         trace=trace,
         resolved=resolved,
+        own=own,
     )
     at_cwd(child, cwd, NULL_TRACE if trace is None else trace)
     added = sdk_added_names(child)
@@ -151,6 +153,29 @@ def stdio_server_parameters(
         command=command, args=arguments, env=child, cwd=None if cwd is None else os.fspath(cwd)
     )
     return params
+
+
+def _typed_by_profile(
+    host: Host, env: Mapping[str, object] | None, resolved: Sequence[str]
+) -> tuple[str, ...]:
+    """The block keys the routed profile typed into its own config, as ``build``'s ``own``.
+
+    A config file read by ``read_server_config`` (its env block carries its
+    path) that lies in the bound home of a routed build is that profile's: its
+    literals are compared with the profile's own secrets only, so what the
+    server gets never tells the profile whether a guess equals a launch secret.
+    """
+    if env is None or not _in_routed_home(host, getattr(env, "path", None)):
+        return ()
+    return tuple(key for key in env if key not in resolved)
+
+
+def _in_routed_home(host: Host, path: str | None) -> bool:
+    """True when a config file lies in the bound home of a routed build (the profile's own)."""
+    bound = host.bound_home()
+    if path is None or bound is None or bound == host.launch_home:
+        return False
+    return _inside(os.path.realpath(path), bound)
 
 
 @functools.cache
@@ -333,7 +358,7 @@ def load_server_parameters(
     out: dict[str, StdioServerParameters] = {}
     for name, server in servers.items():
         _check_env_file(host, server)
-        _check_argv(rule, server)
+        _check_argv(rule, server, own=_in_routed_home(host, server.path))
         granted = _grants_of(server, grants.get(name, ()))
         record = Trace() if trace is None else trace
         start = len(record)
@@ -414,13 +439,18 @@ def _check_env_file(host: Host, server: McpServerConfig) -> None:
         )
 
 
-def _check_argv(rule: SecretRule, server: McpServerConfig) -> None:
-    """A command, argument or cwd holding a secret this child may not get: an error."""
+def _check_argv(rule: SecretRule, server: McpServerConfig, *, own: bool) -> None:
+    """A command, argument or cwd holding a secret this child may not get: an error.
+
+    ``own``: the config is the routed profile's (in its home), so what it typed
+    (a field without a reference) is compared with its own secrets only.
+    """
     values = [(server.command_field, server.command)]
     values += [(f"{server.where}.args[{i}]", arg) for i, arg in enumerate(server.args)]
     if server.cwd is not None:
         values.append((f"{server.where}.cwd", server.cwd))
-    for (field, _), found in zip(values, rule.find_in(values), strict=True):
+    owns = [own and field not in server.argv_resolved for field, _ in values]
+    for (field, _), found in zip(values, rule.find_in(values, owns), strict=True):
         unkept = [m for m in found if m.exemption is None]
         if unkept:
             raise ConfigFileError(

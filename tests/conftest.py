@@ -27,6 +27,13 @@ def write_home(root: Path, name: str, dotenv: Mapping[str, str] | str | None = N
     return Path(os.path.realpath(home))
 
 
+def platform_plugin(home: Path, name: str, text: str) -> None:
+    """Write ``plugins/platforms/<name>/plugin.yaml`` under a home."""
+    plugin = home / "plugins" / "platforms" / name
+    plugin.mkdir(parents=True, exist_ok=True)
+    (plugin / "plugin.yaml").write_text(text)
+
+
 def fake_env(names: list[str] | frozenset[str] | set[str]) -> dict[str, str]:
     """``{NAME: "fake-NAME"}`` for each name."""
     return {name: f"fake-{name}" for name in names}

@@ -109,16 +109,22 @@ def test_stdio_server_parameters_takes_the_keys_the_host_resolved(
     assert decision.reason is (Reason.VALUE_SHAPE if resolved else Reason.OPERATOR_LITERAL)
 
 
+@pytest.mark.parametrize("what", ["resolved", "own"])
 @pytest.mark.parametrize("surface", NOT_MCP)
-def test_resolved_keys_belong_to_an_mcp_block(make_host: HostFactory, surface: Surface) -> None:
-    """``resolved`` on another surface, or naming a key extra lacks, is a loud mistake."""
+def test_resolved_and_own_keys_belong_to_an_mcp_block(
+    make_host: HostFactory, surface: Surface, what: str
+) -> None:
+    """``resolved``/``own`` on another surface, naming a key extra lacks, or both: loud."""
     from envscope import ConfigurationError
 
     host = make_host()
+    build = host.build_subprocess_env
     with pytest.raises(ConfigurationError, match="mcp only"):
-        host.build_subprocess_env(surface=surface, extra={"K": "v"}, resolved=["K"])
-    with pytest.raises(ConfigurationError, match="'GONE' is not a key of extra"):
-        host.build_subprocess_env(surface=Surface.MCP, extra={"K": "v"}, resolved=["GONE"])
+        build(surface=surface, extra={"K": "v"}, **{what: ["K"]})  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match=f"{what}: 'GONE' is not a key of extra"):
+        build(surface=Surface.MCP, extra={"K": "v"}, **{what: ["GONE"]})  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="own: 'K' is also resolved"):
+        build(surface=Surface.MCP, extra={"K": "v"}, resolved=["K"], own=["K"])
 
 
 # -- an envFile reads from the bound home or the config's folder, never another home --

@@ -28,7 +28,7 @@ from envscope import (
 )
 from envscope._guard import offences
 from envscope.testing import assert_no_secrets
-from tests.conftest import HostFactory, build, write_home
+from tests.conftest import HostFactory, build, platform_plugin, write_home
 
 TOKEN = "fake-github-token-0123456789"  # GITHUB_TOKEN: Tier 1 in the default catalog
 BOT = "fake-telegram-bot-0123456789"  # TELEGRAM_BOT_TOKEN: Tier 1
@@ -47,13 +47,6 @@ POSITIONS = {
     "comma-list": "a,{},b",
     "json": '{{"token": "{}"}}',
 }
-
-
-def platform_plugin(home: Path, name: str, text: str) -> None:
-    """Write ``plugins/platforms/<name>/plugin.yaml`` under a home."""
-    plugin = home / "plugins" / "platforms" / name
-    plugin.mkdir(parents=True, exist_ok=True)
-    (plugin / "plugin.yaml").write_text(text)
 
 
 # -- secret values by declaration, not by suffix -----------------------------------

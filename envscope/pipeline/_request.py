@@ -116,6 +116,7 @@ class BuildRequest:
     extras: dict[str, str] = field(metadata=SHAPE_ITEMS)  # each MCP block: its own shape
     granted: frozenset[str] = field(metadata=SHAPE)  # exact spellings of extra keys given as is
     resolved: frozenset[str] = field(metadata=SHAPE)  # MCP block keys the host resolved
+    own: frozenset[str] = field(metadata=SHAPE)  # MCP block keys the routed profile typed
     snapshot: dict[str, str] = field(metadata=EQUAL)  # the base env (the process env by default)
     process: dict[str, str] | None = field(
         metadata=EQUAL

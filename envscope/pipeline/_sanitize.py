@@ -75,6 +75,7 @@ class SanitizeOptions:
     drop_refused_extra: bool = False
     grant: frozenset[str] = frozenset()  # exact spellings of extra keys received as given
     resolved: frozenset[str] = frozenset()  # block keys the host resolved: not the operator's
+    own: frozenset[str] = frozenset()  # block keys the routed profile typed in its own config
 
     def __repr__(self) -> str:
         return "SanitizeOptions(...)"  # holds values: never shown
@@ -132,16 +133,22 @@ def _caller_layers(options: SanitizeOptions) -> dict[str, Layer]:
     """The layer of each key of ``extra`` that is not plain ``EXTRA``.
 
     A key ``grant`` names is a ``GRANT``; on the ``mcp`` surface a block entry is
-    the operator's ``MCP_LITERAL``, or ``MCP_REFERENCE`` when the host resolved
-    it (``resolved``); a block key naming a secret source's credential is plain
-    ``EXTRA`` (never granted, so its tier applies).
+    the operator's ``MCP_LITERAL``, ``MCP_REFERENCE`` when the host resolved
+    it (``resolved``), or ``MCP_OWN`` when the routed profile typed it into its
+    own config (``own``: compared with its own secrets only); a block key
+    naming a secret source's credential is plain ``EXTRA`` (never granted, so
+    its tier applies).
     """
     layers = dict.fromkeys(options.grant, Layer.GRANT)
     if options.extra_is_block:
-        rule, resolved = options.rule, options.resolved
+        rule, resolved, own = options.rule, options.resolved, options.own
         for key in options.extra:
-            if key not in layers and not rule.is_ungrantable(key):
-                layers[key] = Layer.MCP_REFERENCE if key in resolved else Layer.MCP_LITERAL
+            if key in layers or rule.is_ungrantable(key):
+                continue
+            if key in resolved:
+                layers[key] = Layer.MCP_REFERENCE
+            else:
+                layers[key] = Layer.MCP_OWN if key in own else Layer.MCP_LITERAL
     return layers
 
 

@@ -234,6 +234,7 @@ def _sanitize_options(
         drop_refused_extra=options.drop_refused_extra,
         grant=request.granted,
         resolved=request.resolved,
+        own=request.own,
         fold=fold,
     )
 

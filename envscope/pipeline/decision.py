@@ -11,7 +11,7 @@ say: an undeclared name holding no secret):
 2. the name: declared Tier 1 always, Tier 2 unless credentials are inherited
    (under routing, the launch process's own value too) is withheld, unless the
    entry's layer names it: a grant (``GRANT``), an MCP server's block
-   (``MCP_LITERAL``, ``MCP_REFERENCE``), a forced hand-over (``FORCED``, checked
+   (``MCP_LITERAL``, ``MCP_OWN``, ``MCP_REFERENCE``), a forced hand-over (``FORCED``, checked
    when it was unwrapped); ``SPAWN`` (an env the host's code handed to a spawn)
    has its names checked by the factory already;
 3. the value: it is withheld when it is or holds any secret value this child
@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 from envscope.errors import PassthroughRefusedError
 from envscope.pipeline._secret_values import Exemption, Grade, SecretMatch, strictest
 from envscope.policy._declarations import Declaration, Origin, OriginKind, Tier
-from envscope.policy._layers import BLOCK_LAYERS, Layer
+from envscope.policy._layers import BLOCK_LAYERS, LITERAL_LAYERS, Layer
 from envscope.policy._reasons import Reason
 
 if TYPE_CHECKING:
@@ -108,16 +108,18 @@ def is_own(rule: SecretRule, key: str, value: str, layer: Layer) -> bool:
     """True when the entry is the routed profile's own: its layer says so, never its value.
 
     A ``SCOPE`` entry is (the routed home's ``.env`` and sources; a passthrough
-    name keeps its source's layer). An env the host's code handed to a spawn
-    (``SPAWN``) carries no layer: the binding's record of the profile's own
-    values answers (``SecretRule.is_own``). Every other layer is the host's
+    name keeps its source's layer), and so is ``MCP_OWN``: a value the routed
+    profile typed into its own MCP config (a file in its home). An env the
+    host's code handed to a spawn (``SPAWN``) carries no layer: the binding's
+    record of the profile's own values answers (``SecretRule.is_own``). Every
+    other layer is the host's
     (the process env, the managed file, the caller's ``extra`` and MCP block).
     An own entry answers to the target's policy and its own secrets only, so a
     routed profile never learns whether a value equals a launch secret (no oracle).
     """
     if not rule.routed:
         return False
-    if layer is Layer.SCOPE:
+    if layer is Layer.SCOPE or layer is Layer.MCP_OWN:
         return True
     return layer is Layer.SPAWN and rule.is_own(key, value)
 
@@ -147,7 +149,7 @@ def _covering(rule: SecretRule, layer: Layer, match: SecretMatch) -> Exemption |
         return match.exemption
     if match.launch and layer is Layer.MANAGED:  # the entry's origin is the administrator
         return Exemption.MANAGED
-    if match.shape and layer is Layer.MCP_LITERAL:
+    if match.shape and layer in LITERAL_LAYERS:
         return Exemption.OPERATOR_LITERAL
     if layer is Layer.FORCED and rule.forced_keeps(match):
         return Exemption.FORCED

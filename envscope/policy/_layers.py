@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["BLOCK_LAYERS", "CALLER_LAYERS", "PRECEDENCE", "Layer"]
+__all__ = ["BLOCK_LAYERS", "CALLER_LAYERS", "LITERAL_LAYERS", "PRECEDENCE", "Layer"]
 
 
 class Layer(enum.Enum):
@@ -24,6 +24,7 @@ class Layer(enum.Enum):
     EXTRA = "extra"  # the caller's explicit values
     MCP_LITERAL = "mcp literal"  # a value the operator typed into an MCP server's env block
     MCP_REFERENCE = "mcp reference"  # a block value the host resolved: ${NAME}, envFile, forwarded
+    MCP_OWN = "mcp own literal"  # a value the routed profile typed into its own MCP config
     GRANT = "grant"  # a key of extra that grant= names: this child receives it as given
     HOME_VAR = "home variable"  # home_env_var: the child's own home
     PASSTHROUGH = "passthrough"  # a passthrough name, forwarded from its source
@@ -36,7 +37,7 @@ PRECEDENCE: tuple[Layer, ...] = (
     Layer.SCOPE,
     Layer.MANAGED,
     Layer.SURFACE_SET,
-    Layer.EXTRA,  # with MCP_LITERAL, MCP_REFERENCE and GRANT: the caller's one mapping
+    Layer.EXTRA,  # with MCP_LITERAL, MCP_OWN, MCP_REFERENCE and GRANT: the caller's one mapping
     Layer.HOME_VAR,
     Layer.PASSTHROUGH,
     Layer.FORCED,
@@ -51,8 +52,13 @@ the key it sets. ``SPAWN`` is no layer of a build: it is what the runtime
 guard checks.
 """
 
-CALLER_LAYERS = frozenset({Layer.EXTRA, Layer.MCP_LITERAL, Layer.MCP_REFERENCE, Layer.GRANT})
+CALLER_LAYERS = frozenset(
+    {Layer.EXTRA, Layer.MCP_LITERAL, Layer.MCP_OWN, Layer.MCP_REFERENCE, Layer.GRANT}
+)
 """The layers of the caller's ``extra`` mapping (one of them per key)."""
 
-BLOCK_LAYERS = frozenset({Layer.MCP_LITERAL, Layer.MCP_REFERENCE})
+BLOCK_LAYERS = frozenset({Layer.MCP_LITERAL, Layer.MCP_OWN, Layer.MCP_REFERENCE})
 """An MCP server's env block: the operator named the key, so its name passes as configured."""
+
+LITERAL_LAYERS = frozenset({Layer.MCP_LITERAL, Layer.MCP_OWN})
+"""A value typed into an MCP server's block (never one the host resolved)."""

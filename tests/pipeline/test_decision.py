@@ -203,6 +203,11 @@ ROUTED_ROWS: list[tuple[str, Layer, str, str, tuple[bool, Reason] | None]] = [
     ("scope-key", Layer.SCOPE, "OPENAI_API_KEY", OAI, (K, Reason.TIER2_INHERITED)),
     ("base-key", Layer.BASE, "OPENAI_API_KEY", OAI, (W, Reason.TIER2)),  # a launch credential
     ("managed-key", Layer.MANAGED, "OPENAI_API_KEY", OAI, (W, Reason.TIER2)),
+    # a literal of B's own MCP config is B's; the operator's (or the host code's) is not
+    ("mcp-own-copy", Layer.MCP_OWN, "COPY", BOT, None),
+    ("mcp-literal-copy", Layer.MCP_LITERAL, "COPY", BOT, (W, Reason.ALIAS_OF)),
+    ("mcp-own-format", Layer.MCP_OWN, "TOKEN", PAT, (K, Reason.OPERATOR_LITERAL)),
+    ("mcp-own-tier1-name", Layer.MCP_OWN, "TELEGRAM_BOT_TOKEN", BOT, (K, Reason.SERVER_GRANT)),
 ]
 ROUTED_IDS = [row[0] for row in ROUTED_ROWS]
 

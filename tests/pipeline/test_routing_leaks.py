@@ -16,16 +16,9 @@ from envscope import (
     Surface,
     Trace,
 )
-from tests.conftest import HostFactory, write_home
+from tests.conftest import HostFactory, platform_plugin, write_home
 
 LAUNCH_SECRET = "launch-signing-secret-0123"
-
-
-def platform_plugin(home: Path, name: str, text: str) -> None:
-    """Write ``plugins/platforms/<name>/plugin.yaml`` under a home."""
-    plugin = home / "plugins" / "platforms" / name
-    plugin.mkdir(parents=True)
-    (plugin / "plugin.yaml").write_text(text)
 
 
 @pytest.mark.parametrize("link", ["symlink", "hardlink", "symlinked-dir-file"])
