@@ -43,6 +43,7 @@ from envscope.pipeline.build import (
     unscrubbed,
 )
 from envscope.pipeline.secret_rule import SecretRule
+from envscope.pipeline.stages import FORCE_PREFIX
 from envscope.policy._declarations import (
     EMPTY_MAPPING,
     HomeDeclarations,
@@ -468,13 +469,18 @@ class Host:
     def _admit(self, request: BuildRequest, child: Mapping[str, str]) -> None:
         """Tell the runtime guard the (key, value) pairs this build handed over as given.
 
-        A granted key, or an MCP server's block entry, that the child holds with
-        the caller's value: the guard passes it under that key in an explicit env.
+        A granted key, an MCP server's block entry, or a forced hand-over
+        (``_ENVSCOPE_FORCE_X`` unwrapped to ``X``) that the child holds with the
+        caller's value: the guard passes it under that key in an explicit env.
         """
-        keys = request.granted
+        extras = request.extras
+        given = {k: extras[k] for k in request.granted}
         if request.surface is Surface.MCP:
-            keys = keys | set(request.extras)
-        admitted = [(k, request.extras[k]) for k in keys if child.get(k) == request.extras[k]]
+            given.update(extras)
+        for key, value in extras.items():
+            if key.upper().startswith(FORCE_PREFIX):
+                given.setdefault(key[len(FORCE_PREFIX) :], value)
+        admitted = [(k, v) for k, v in given.items() if child.get(k) == v]
         self._admitted.admit(request.target, admitted)
 
     def _supplied(self, binding: Binding | None) -> frozenset[str]:

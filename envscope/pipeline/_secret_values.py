@@ -165,38 +165,47 @@ class Secrets:
         """Add to ``found`` every secret the trimmed value ``read`` is or holds.
 
         Longest first; an occurrence inside a span found already (by this
-        domain or one searched before) is part of that secret, not another one.
-        Each new occurrence's span is added to ``spans``.
+        domain or one searched before) is part of that secret, not another one,
+        unless it is stricter (a Tier 1 value inside a Tier 2 credential's:
+        what may hand the outer one over never covers it). Each new
+        occurrence's span is added to ``spans``.
         """
         if not self.longest_first:
             return
         whole = self.by_value.get(read)
-        if whole is not None and not covered(0, len(read), spans):
+        if whole is not None and not covered(0, len(read), spans, whole.grade):
             found.append(whole)
-            spans.append((0, len(read)))
-            return
+            spans.append((0, len(read), whole.grade))
+            if whole.grade is Grade.SOURCE:
+                return  # nothing is stricter: every part of it is its
         for secret in self.longest_first:
             if len(secret) >= len(read):
                 continue
+            grade = self.by_value[secret].grade
             new = False
             start = read.find(secret)
             while start != -1:
                 end = start + len(secret)
-                if not covered(start, end, spans):
-                    spans.append((start, end))
+                if not covered(start, end, spans, grade):
+                    spans.append((start, end, grade))
                     new = True
                 start = read.find(secret, start + 1)
             if new:
                 found.append(inside(self.by_value[secret]))
 
 
-Span = tuple[int, int]
-"""Where a secret occurs in a trimmed value: ``(start, end)``."""
+Span = tuple[int, int, Grade]
+"""Where a secret occurs in a trimmed value, and its grade: ``(start, end, grade)``."""
 
 
-def covered(start: int, end: int, spans: Sequence[Span]) -> bool:
-    """True when ``[start, end)`` lies inside one of ``spans``."""
-    return any(s <= start and end <= e for s, e in spans)
+def covered(start: int, end: int, spans: Sequence[Span], grade: Grade) -> bool:
+    """True when ``[start, end)`` lies inside a span of a secret at least as strict as ``grade``.
+
+    A secret inside a less strict one is a secret of its own: an exemption for
+    the outer (a forced Tier 2 credential) must not carry the inner (a Tier 1
+    value, a credential format) along.
+    """
+    return any(s <= start and end <= e and g >= grade for s, e, g in spans)
 
 
 def strictest(matches: Sequence[SecretMatch]) -> SecretMatch:

@@ -199,8 +199,10 @@ class SecretRule:
         if short:
             return
         grade = tier_grade(decl, self.inherit_credentials, self._ungrantable)
-        if grade is None and launch:
-            grade = Grade.HOST  # a routed child never gets the launch process's credentials
+        if launch and (grade is None or grade < Grade.HOST):
+            # a routed child never gets the launch process's credentials: only a grant
+            # hands one over (never the force prefix, whoever's name it is forced to)
+            grade = Grade.HOST
         if grade is not None:
             self._host.add(value, SecretMatch(decl.name, decl.origin, grade, True, launch))
 
@@ -305,7 +307,7 @@ class SecretRule:
         the entry is the routed profile's own (``decision.own`` says).
         """
         found, spans = self._declared_matches(value, self._scope, self._host, own=own)
-        if self._formats is not None and not covered(0, len(as_read(value)), spans):
+        if self._formats is not None and not covered(0, len(as_read(value)), spans, Grade.HOST):
             found += self._shape_matches(key, value, spans)
         return tuple(found)
 
@@ -352,8 +354,8 @@ class SecretRule:
         read = as_read(value)
         out = []
         for fmt, start, end in formats.spans(read):
-            if covered(start, end, spans):
-                continue  # inside a declared secret: that secret decides it
+            if covered(start, end, spans, Grade.HOST):
+                continue  # inside a declared secret as strict: that secret decides it
             own_provider = fmt.provider is not None and provider == fmt.provider
             exemption = Exemption.KNOWN_SAFE if safe else None
             if (
@@ -408,7 +410,7 @@ class SecretRule:
         todo = [
             i
             for i in range(len(items))
-            if i not in where or not covered(0, len(as_read(items[i][1])), where[i])
+            if i not in where or not covered(0, len(as_read(items[i][1])), where[i], Grade.HOST)
         ]
         values = [items[i][1] for i in todo]
         known = frozenset() if clean is None else clean.known_clean

@@ -33,13 +33,21 @@ UNDECLARED = ["MY_VAR", "COPY", "CARRIER", "NOTE", "LANG", "B_THING"]
 SECRETS = ["secret-one-0123456", "secret-two-abcdefg", "https://hooks.example/abc123", "short"]
 SECRET_REASONS = frozenset({Reason.TIER1, Reason.TIER2, Reason.ALIAS_OF, Reason.LAUNCH_CREDENTIAL})
 
+PAT = "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"  # a credential format no name declares
+plain = st.text(st.characters(codec="ascii", categories=["L", "N"]), min_size=1, max_size=12)
 values = st.one_of(
     st.sampled_from(SECRETS),
     st.builds(lambda s, w: w.format(s), st.sampled_from(SECRETS),
               st.sampled_from(["x:{}@h", "Bearer {}", "a,{},b", "'{}'"])),
-    st.text(st.characters(codec="ascii", categories=["L", "N"]), min_size=1, max_size=12),
+    # a value built from several secrets of any grade (and plain text) beside each other
+    st.builds(lambda parts, sep: sep.join(parts),
+              st.lists(st.sampled_from([*SECRETS, PAT]) | plain, min_size=2, max_size=4),
+              st.sampled_from([":", " ", ",", "@"])),
+    plain,
 )  # fmt: skip
 envs = st.dictionaries(st.sampled_from(DECLARED + UNDECLARED), values, max_size=7)
+FORCED = [f"_ENVSCOPE_FORCE_{name}" for name in DECLARED + UNDECLARED]
+extras = st.dictionaries(st.sampled_from(DECLARED + UNDECLARED + FORCED), values, max_size=7)
 
 _ROOT = Path(tempfile.mkdtemp(prefix="envscope-one-rule-")).resolve()
 for _home in ("A", "B"):
@@ -107,7 +115,7 @@ def test_the_factory_guard_masking_and_testing_agree(
 @given(
     environ=envs,
     scope=st.none() | envs,
-    extra=envs,
+    extra=extras,
     granted=st.sets(st.sampled_from(DECLARED + UNDECLARED), max_size=3),
     surface=st.sampled_from(list(Surface)),
 )
@@ -120,6 +128,8 @@ def test_the_guard_accepts_every_built_env_with_extras_and_grants(
 ) -> None:
     """Extras, MCP blocks and grants on every surface: the guard passes whatever was built."""
     host = _host(environ)
+    if surface is Surface.MCP:  # a block never carries the force prefix (an error of its own)
+        extra = {k: v for k, v in extra.items() if not k.startswith("_ENVSCOPE_FORCE_")}
     grant = sorted(granted & set(extra))
     context = (
         host.routed(_ROOT / "B", scope=scope) if scope is not None else host.routed(_ROOT / "A")
