@@ -147,3 +147,48 @@ def test_a_plain_value_reaches_a_child_only_without_any_secret(
     env = host.build_subprocess_env({"PATH": "/usr/bin", "CARRIER": " ".join(pieces)})
     assert ("CARRIER" in env) is (pieces == [FILLER])
     _agree(host, env, Surface.TERMINAL)
+
+
+# a stricter secret inside a less strict declared value: (OPENAI_API_KEY's value, inner)
+NESTED = {
+    "tier1-inside-tier2": lambda sep: f"prefix{sep}{TIER1}{sep}suffix",
+    "source-inside-tier2": lambda sep: f"prefix{sep}{SOURCE}{sep}suffix",
+    "format-inside-tier2": lambda sep: f"prefix{sep}{PAT}{sep}suffix",
+}
+
+
+@pytest.mark.parametrize("nested", sorted(NESTED))
+@pytest.mark.parametrize("sep", [s for s in SEPARATORS if s], ids=repr)
+@pytest.mark.parametrize("forced_as", ["OPENAI_API_KEY", "NOTE"])
+def test_a_stricter_secret_inside_a_forced_credential_is_withheld(
+    make_host: HostFactory, nested: str, sep: str, forced_as: str
+) -> None:
+    """The Tier 2 key's own value holds a Tier 1 value, a source credential or a format:
+    forcing that value (under its name or another) does not carry the inner secret."""
+    value = NESTED[nested](sep)
+    host = _host(make_host, {**PARENT, "OPENAI_API_KEY": value})
+    env = host.build_subprocess_env(extra={f"{FORCE_PREFIX}{forced_as}": value})
+    assert forced_as not in env
+    assert not any(value in v for v in env.values())
+    _agree(host, env, Surface.CREDENTIALED)
+
+
+@pytest.mark.parametrize("routed", [False, True], ids=["launch", "routed"])
+@pytest.mark.parametrize("wrap", ["{}", "x:{}@h", "Bearer {}", "{} tail"])
+def test_forcing_a_value_holding_the_launch_credential_under_another_name(
+    make_host: HostFactory, homes: dict[str, Path], routed: bool, wrap: str
+) -> None:
+    """Routed, a value holding the launch process's Tier 2 key never reaches B by forcing;
+    unrouted, the key is this home's own credential and forcing hands it over."""
+    host = _host(make_host)
+    value = wrap.format(TIER2)
+    extra = {f"{FORCE_PREFIX}NOTE": value}
+    if routed:
+        with host.routed(homes["B"]):
+            env = host.build_subprocess_env(extra=extra)
+            assert offences(host, env, implicit=False) == []
+    else:
+        env = host.build_subprocess_env(extra=extra)
+    assert (env.get("NOTE") == value) is not routed
+    if routed:
+        assert not any(TIER2 in v for v in env.values())
