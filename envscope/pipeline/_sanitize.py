@@ -155,15 +155,27 @@ def _caller_layers(options: SanitizeOptions) -> dict[str, Layer]:
 def _check_grants(out: Entries, options: SanitizeOptions) -> None:
     """A grant that can never pass is an error.
 
-    A grant of a secret source's credential (the rule's word), or of a key the
-    merge did not keep as given (a force-prefixed key, an injection vector the
-    host refuses, a spelling another one replaced), is a ``PassthroughRefusedError``.
+    A grant of a secret source's credential (the rule's word), of a managed
+    name or the pinned home variable in any spelling (each has one value), or of
+    a key the merge did not keep as given (a force-prefixed key, an injection
+    vector the host refuses, a spelling another one replaced), is a
+    ``PassthroughRefusedError``.
     """
     fold, extra, rule = options.fold, options.extra, options.rule
+    managed = {k.upper() for k in options.managed}
+    pinned = {k.upper() for k in options.pinned}
     for key in sorted(options.grant):
         if rule.is_ungrantable(key):
             raise PassthroughRefusedError(
                 key, "grant refused: a secret source's credential is never grantable"
+            )
+        if key.upper() in managed:
+            raise PassthroughRefusedError(
+                key, f"grant refused: a managed key ({_MANAGED_ONLY}, in every spelling)"
+            )
+        if key.upper() in pinned:
+            raise PassthroughRefusedError(
+                key, "grant refused: the child's own home variable is pinned (in every spelling)"
             )
         if out.get(index(key, fold)) != (key, extra[key], Layer.GRANT):
             raise PassthroughRefusedError(

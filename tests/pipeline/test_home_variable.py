@@ -34,8 +34,12 @@ ATTEMPTS: dict[str, tuple[dict[str, str], list[str]]] = {
 }
 
 
-@pytest.mark.parametrize("attempt", sorted(ATTEMPTS))
-@pytest.mark.parametrize("surface", [s for s in Surface if s is not Surface.MCP])
+@pytest.mark.parametrize(
+    ("attempt", "surface"),
+    [(a, s) for a in sorted(ATTEMPTS) for s in Surface if s is not Surface.MCP]
+    # an MCP server's block never carries the force prefix (a configuration error)
+    + [(a, Surface.MCP) for a in sorted(ATTEMPTS) if not a.startswith("forced")],
+)
 def test_a_routed_child_is_told_its_own_home(
     make_host: HostFactory, homes: dict[str, Path], attempt: str, surface: Surface
 ) -> None:
@@ -77,3 +81,16 @@ def test_a_home_path_holding_a_declared_value_is_still_the_home(
         assert_no_secrets(env, host=host, inherit_credentials=True)
     # out of that context, the same entry is a path holding a secret like any other
     assert offences(host, {HOME_VAR: str(profile)}, implicit=False) != []
+
+
+@pytest.mark.parametrize("spelling", [HOME_VAR, HOME_VAR.lower()])
+@pytest.mark.parametrize("surface", list(Surface))
+def test_a_grant_of_the_home_variable_is_refused(
+    make_host: HostFactory, homes: dict[str, Path], spelling: str, surface: Surface
+) -> None:
+    """A grant hands a key over as given; the home variable is pinned: it can never pass."""
+    from envscope import PassthroughRefusedError
+
+    host = make_host({"PATH": "/usr/bin"})
+    with host.routed(homes["B"]), pytest.raises(PassthroughRefusedError, match="home variable"):
+        host.build_subprocess_env(surface=surface, extra={spelling: ELSEWHERE}, grant=[spelling])

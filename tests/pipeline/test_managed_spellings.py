@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from envscope import FORCE_PREFIX, Inherit, Surface, SurfacePolicy
+from envscope import FORCE_PREFIX, Inherit, PassthroughRefusedError, Surface, SurfacePolicy
 from tests.conftest import HostFactory, build
 
 MANAGED = "http://proxy.corp:3128"
@@ -27,7 +27,12 @@ ARRIVALS: dict[str, tuple[dict[str, str], str, str, dict[str, str], list[str]]] 
     "routed scope": ({}, "", f"http_proxy={TWIN}\n", {}, []),
     "forced": ({}, "", "", {f"{FORCE_PREFIX}http_proxy": TWIN}, []),
     "forced same spelling": ({}, "", "", {f"{FORCE_PREFIX}HTTP_PROXY": TWIN}, []),
+    "extra": ({}, "", "", {"HTTP_PROXY": TWIN}, []),
+    "extra twin": ({}, "", "", {"http_proxy": TWIN}, []),
 }
+# the arrivals an MCP server's env block can carry (the block is the caller's extra)
+BLOCK_ARRIVALS = ["process env", "launch .env", "routed scope", "routed passthrough", "extra",
+                  "extra twin"]  # fmt: skip
 POLICIES = {
     "default": None,
     "inherit none": SurfacePolicy(inherit=Inherit.NONE),
@@ -35,9 +40,12 @@ POLICIES = {
 }
 
 
-@pytest.mark.parametrize("arrival", sorted(ARRIVALS))
+@pytest.mark.parametrize(
+    ("arrival", "surface"),
+    [(a, s) for a in sorted(ARRIVALS) for s in Surface if s is not Surface.MCP]
+    + [(a, Surface.MCP) for a in BLOCK_ARRIVALS],
+)
 @pytest.mark.parametrize("policy", sorted(POLICIES))
-@pytest.mark.parametrize("surface", [s for s in Surface if s is not Surface.MCP])
 @pytest.mark.parametrize("routed", [False, True], ids=["launch", "routed"])
 def test_the_managed_value_is_the_only_value_of_its_name(
     make_host: HostFactory,
@@ -63,6 +71,23 @@ def test_the_managed_value_is_the_only_value_of_its_name(
     kwargs = {"surface": surface, "extra": extra, "passthrough": passthrough}
     env = build(host, homes["B"] if routed else None, **kwargs)
     assert {k: v for k, v in env.items() if k.upper() == "HTTP_PROXY"} == {"HTTP_PROXY": MANAGED}
+
+
+@pytest.mark.parametrize("spelling", ["HTTP_PROXY", "http_proxy"])
+@pytest.mark.parametrize("surface", list(Surface))
+@pytest.mark.parametrize("routed", [False, True], ids=["launch", "routed"])
+def test_a_grant_of_a_managed_name_is_refused(
+    make_host: HostFactory, homes: dict[str, Path], spelling: str, surface: Surface, routed: bool
+) -> None:
+    """A grant hands a key over as given; the administrator's value wins: a grant of another
+    value of a managed name can never pass, and says so."""
+    managed = homes["root"] / "managed.env"
+    managed.write_text(f"HTTP_PROXY={MANAGED}\n")
+    host = make_host({"PATH": "/usr/bin"}, managed_env_file=managed)
+    host.load_launch_env()
+    with pytest.raises(PassthroughRefusedError, match="managed"):
+        build(host, homes["B"] if routed else None, surface=surface,
+              extra={spelling: TWIN}, grant=[spelling])  # fmt: skip
 
 
 @pytest.mark.parametrize("surface", [s for s in Surface if s is not Surface.MCP])
