@@ -16,15 +16,14 @@ from typing import TYPE_CHECKING
 
 from envscope.audit.trace import NULL_TRACE, Action, Reason, Stage
 from envscope.errors import ConfigurationError, EnvValueError, PassthroughRefusedError
+from envscope.pipeline._pins import MANAGED_ONLY, Pins
 from envscope.pipeline.decision import CALLER_ORIGIN, decide_all
 from envscope.pipeline.stages import (
     FORCE_PREFIX,
     Entries,
-    Entry,
     from_entries,
     index,
     is_forced,
-    put_layer,
     remove_spellings,
     spellings,
     without_refused,
@@ -94,20 +93,22 @@ def sanitize(
     ``extra``), then the child's home; a grant the merge did not keep as given
     is a ``PassthroughRefusedError``; (d) resolve passthrough names from
     ``passthrough_source`` (a declared name is a ``PassthroughRefusedError``);
-    (e) unwrap the caller's force-prefixed extras, never to a Tier 1 name;
+    (e) unwrap the caller's force-prefixed extras, never to a Tier 1 name.
+    Every layer from (c) on is laid through ``Pins.put``: none replaces a name
+    the managed file or the child's home variable pinned, in any spelling;
     (f) ``decision.decide_all``: each entry's verdict (its tier, the secret its
     value is or holds, and the named exemption that keeps it), each recorded;
     (g) drop exported shell functions where asked; (h) last, drop any
     force-prefixed key whatever put it there: none reaches a child.
     """
     _check_block(options)
+    pins = Pins(options.fold)
+    pins.pin(options.managed, Layer.MANAGED)  # stage 3 laid them down
     out = _filter_base(entries, options, trace)
-    _merge(out, options, trace)
+    _merge(out, options, pins, trace)
     _check_grants(out, options)
-    _resolve_passthrough(out, options, trace)
-    _unwrap_forced(out, options, trace)
-    _keep_managed(out, options, trace)
-    _keep_home(out, options, trace)
+    _resolve_passthrough(out, options, pins, trace)
+    _unwrap_forced(out, options, pins, trace)
     _decide(out, options, trace)
     if options.drop_shell_functions:
         functions = [idx for idx, (_, value, _) in out.items() if value.startswith("()")]
@@ -161,7 +162,7 @@ def _check_grants(out: Entries, options: SanitizeOptions) -> None:
     vector the host refuses, a spelling another one replaced), is a
     ``PassthroughRefusedError``.
     """
-    fold, extra, rule = options.fold, options.extra, options.rule
+    fold, rule = options.fold, options.rule
     managed = {k.upper() for k in options.managed}
     pinned = {k.upper() for k in options.pinned}
     for key in sorted(options.grant):
@@ -171,13 +172,14 @@ def _check_grants(out: Entries, options: SanitizeOptions) -> None:
             )
         if key.upper() in managed:
             raise PassthroughRefusedError(
-                key, f"grant refused: a managed key ({_MANAGED_ONLY}, in every spelling)"
+                key, f"grant refused: a managed key ({MANAGED_ONLY}, in every spelling)"
             )
         if key.upper() in pinned:
             raise PassthroughRefusedError(
                 key, "grant refused: the child's own home variable is pinned (in every spelling)"
             )
-        if out.get(index(key, fold)) != (key, extra[key], Layer.GRANT):
+        entry = out.get(index(key, fold))
+        if entry is None or entry[0] != key or entry[2] is not Layer.GRANT:
             raise PassthroughRefusedError(
                 key,
                 "grant refused: the build does not hand this key over as given (a force-"
@@ -241,8 +243,6 @@ def _drop(out: Entries, indexes: Iterable[str], reason: Reason, trace: Trace) ->
 
 
 _POLICY_REJECTIONS = frozenset({Reason.NOT_INHERITED, Reason.EXCLUDED})
-_MANAGED_ORIGIN = Origin(OriginKind.MANAGED, "managed")
-_MANAGED_ONLY = "the administrator's managed value is the only value of this name"
 _HOME_ORIGIN = Origin(OriginKind.SURFACE, "home")
 
 
@@ -253,20 +253,20 @@ def _filter_base(entries: Entries, options: SanitizeOptions, trace: Trace) -> En
     ``exclude`` (managed values win everywhere); the MCP allowlist still applies.
     An injection vector a launch secret source put into the process env was
     introduced, not inherited: it is dropped too, unless the entry is the managed
-    file's own (its key and value: the administrator's value replaced the source's).
+    file's own (its layer: the administrator's value replaced the source's).
     """
     base_filter, introduced = options.base_filter, options.introduced
-    managed_names = {k.upper() for k in options.managed}  # a surface policy never drops one
     out: Entries = {}
     for idx, item in entries.items():
         up = item[0].upper()
-        if introduced and up in introduced and not _managed(options, item, up):
+        managed = item[2] is Layer.MANAGED  # a surface policy never drops one
+        if introduced and up in introduced and not managed:
             reason = Reason.INJECTION_VECTOR
             trace.record(item[0], Action.STRIPPED, Stage.SANITIZE, reason, value=item[1])
             continue
         if base_filter is not None:
             rejected = base_filter.reject(up)
-            if rejected in _POLICY_REJECTIONS and up in managed_names:
+            if rejected in _POLICY_REJECTIONS and managed:
                 reason = Reason.MANAGED_KEY
                 trace.record(item[0], Action.KEPT, Stage.SANITIZE, reason, value=item[1])
                 rejected = None
@@ -287,10 +287,11 @@ def _filter_base(entries: Entries, options: SanitizeOptions, trace: Trace) -> En
     return out
 
 
-def _merge(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
+def _merge(out: Entries, options: SanitizeOptions, pins: Pins, trace: Trace) -> None:
     """Stage 4 (c): a surface policy's ``set``, the caller's (unforced) ``extra``, ``pinned``.
 
-    Each layer replaces every spelling of the names it sets.
+    Each layer replaces every spelling of the names it sets, but a pinned one;
+    the child's home variable is pinned from here on.
     """
     base_filter = options.base_filter
     set_origin = None if base_filter is None else base_filter.origin
@@ -316,13 +317,14 @@ def _merge(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
             note = "the Windows default (an allowlist, or inherit none or core; as Codex)"
             reason = Reason.SURFACE_SET
             trace.record(key, Action.ADDED, Stage.EXTRA, reason, set_origin, note, value=value)
-        put_layer(out, defaults, fold, layer=Layer.SURFACE_SET)
-    put_layer(out, options.surface_set, fold, record_set, layer=Layer.SURFACE_SET)
+        pins.put(out, defaults, Layer.SURFACE_SET, trace)
+    pins.put(out, options.surface_set, Layer.SURFACE_SET, trace, record_set)
     unforced = {k: v for k, v in _extra(options, trace).items() if not is_forced(k.upper())}
     layers = _caller_layers(options)
     # forced keys are unwrapped at (e)
-    put_layer(out, unforced, fold, record_extra, layer=Layer.EXTRA, layers=layers)
-    put_layer(out, options.pinned, fold, record_pinned, layer=Layer.HOME_VAR)
+    pins.put(out, unforced, Layer.EXTRA, trace, record_extra, layers=layers)
+    pins.put(out, options.pinned, Layer.HOME_VAR, trace, record_pinned)
+    pins.pin(options.pinned, Layer.HOME_VAR)
 
 
 def _extra(options: SanitizeOptions, trace: Trace) -> Mapping[str, str]:
@@ -332,7 +334,7 @@ def _extra(options: SanitizeOptions, trace: Trace) -> Mapping[str, str]:
     return without_refused(options.extra, options.refuse, Stage.EXTRA, trace)
 
 
-def _resolve_passthrough(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
+def _resolve_passthrough(out: Entries, options: SanitizeOptions, pins: Pins, trace: Trace) -> None:
     """Stage 4 (e): forward passthrough names from their source, never a declared one.
 
     A name that can never pass (one the rule declares, a force-prefixed name,
@@ -340,10 +342,17 @@ def _resolve_passthrough(out: Entries, options: SanitizeOptions, trace: Trace) -
     A name in the caller's ``extra`` keeps the caller's value, unless that
     value merely repeats what the launch process holds for the name: under
     routing the source's (the routed scope's) value wins then, and without
-    one the name is dropped.
+    one the name is dropped. A pinned name (managed, the home variable) keeps
+    its pinned value (``Pins``).
     """
     source = options.passthrough_source
     fold = options.fold
+
+    def record_passthrough(key: str, value: str, replaced: bool) -> None:
+        del replaced
+        reason = Reason.PASSTHROUGH
+        trace.record(key, Action.ADDED, Stage.SANITIZE, reason, CALLER_ORIGIN, value=value)
+
     extra = {k.upper(): v for k, v in options.extra.items()}
     for name in options.passthrough:
         if not name:
@@ -371,92 +380,22 @@ def _resolve_passthrough(out: Entries, options: SanitizeOptions, trace: Trace) -
             continue  # the caller's own value wins
         found = [source[i] for i in spellings(source, up, fold)]
         if found:
-            remove_spellings(out, (up,), fold)
-            for entry in found:  # it keeps its source's layer (the routed scope's, routed)
-                key, value, _ = entry
-                reason = Reason.PASSTHROUGH
-                trace.record(key, Action.ADDED, Stage.SANITIZE, reason, CALLER_ORIGIN, value=value)
-                out[index(key, fold)] = entry
-        else:
+            # each keeps its source's layer (the routed scope's, routed)
+            pins.put(
+                out, {k: v for k, v, _ in found}, Layer.PASSTHROUGH, trace, record_passthrough,
+                layers={k: layer for k, _, layer in found},
+            )  # fmt: skip
+        elif not pins.holds(up):
             for idx in spellings(out, up, fold):
                 key, value, _ = out.pop(idx)
                 reason = Reason.PASSTHROUGH_NOT_IN_SCOPE
                 trace.record(key, Action.STRIPPED, Stage.SANITIZE, reason, value=value)
 
 
-def _keep_managed(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
-    """Stage 4 (e'): the administrator's value is the only value of a managed name.
-
-    Over every spelling of the name (POSIX case twins included) and whatever
-    put it there after stage 3 (a passthrough, a forced hand-over, a twin from
-    the base or the routed scope): an entry of a managed name that is not one of
-    the managed file's own ``(key, value)`` pairs is refused (``managed-key``).
-    Where that leaves the name with no managed entry (the host changed its own
-    env after the launch load), the managed pairs take its place: the name
-    reached the child, and the administrator's value is its value. A name no
-    layer brought is not added (a surface's allowlist may keep it out).
-    """
-    managed = options.managed
-    if not managed:
-        return
-    fold = options.fold
-    allowed: dict[str, set[tuple[str, str]]] = {}
-    for key, value in managed.items():
-        allowed.setdefault(key.upper(), set()).add((key.upper() if fold else key, value))
-    for up, pairs in allowed.items():
-        refused = False
-        for idx in spellings(out, up, fold):
-            key, value, _ = out[idx]
-            if ((key.upper() if fold else key), value) in pairs:
-                continue
-            del out[idx]
-            refused = True
-            trace.record(
-                key, Action.REFUSED, Stage.SANITIZE, Reason.MANAGED_KEY, _MANAGED_ORIGIN,
-                _MANAGED_ONLY, value=value,
-            )  # fmt: skip
-        if refused and not spellings(out, up, fold):
-            for key, value in managed.items():
-                if key.upper() == up:
-                    out[index(key, fold)] = (key, value, Layer.MANAGED)
-                    trace.record(
-                        key, Action.ADDED, Stage.SANITIZE, Reason.MANAGED_VALUE, _MANAGED_ORIGIN,
-                        value=value,
-                    )  # fmt: skip
-
-
-def _keep_home(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
-    """Stage 4 (e'): the child's own home variable, whatever a later layer did to it.
-
-    A passthrough of the name, a forced ``_ENVSCOPE_FORCE_<home var>`` in any
-    case, a case twin: each replaced or removed the pinned entry. The pinned
-    value is put back as the one spelling of the name, and what stood in its
-    place is recorded as refused (``home-var``).
-    """
-    fold = options.fold
-    for key, value in options.pinned.items():
-        pinned: Entry = (key, value, Layer.HOME_VAR)
-        up = key.upper()
-        found = spellings(out, up, fold)
-        if [out[idx] for idx in found] == [pinned]:
-            continue
-        for idx in found:
-            other, other_value, layer = out[idx]
-            if (other, other_value, layer) != pinned:
-                trace.record(
-                    other, Action.REFUSED, Stage.SANITIZE, Reason.HOME_VAR, _HOME_ORIGIN,
-                    "the child's own home variable is pinned", value=other_value,
-                )  # fmt: skip
-        remove_spellings(out, (up,), fold)
-        out[index(key, fold)] = pinned
-        trace.record(key, Action.ADDED, Stage.SANITIZE, Reason.HOME_VAR, _HOME_ORIGIN, value=value)
-
-
-def _unwrap_forced(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
+def _unwrap_forced(out: Entries, options: SanitizeOptions, pins: Pins, trace: Trace) -> None:
     """Stage 4 (e): ``_ENVSCOPE_FORCE_X`` → ``X`` (a ``FORCED`` entry), never to a Tier 1 or
     force-prefixed name, nor (routed) with the launch process's own value of a declared name.
     """
-    managed = {k.upper() for k in options.managed}
     for key, value in _extra(options, NULL_TRACE).items():
         if not is_forced(key.upper()):
             continue
@@ -464,11 +403,8 @@ def _unwrap_forced(out: Entries, options: SanitizeOptions, trace: Trace) -> None
         if not target:
             continue
         up = target.upper()
-        if up in managed:  # the administrator's value wins: a forced one never replaces it
-            trace.record(
-                target, Action.REFUSED, Stage.SANITIZE, Reason.MANAGED_KEY, _MANAGED_ORIGIN,
-                _MANAGED_ONLY, value=value,
-            )  # fmt: skip
+        if pins.holds(up):  # the pinned value wins: a forced one never replaces it
+            pins.put(out, {target: value}, Layer.FORCED, trace)
             continue
         if is_forced(up) or options.rule.refuses_forcing(up, value):
             decl = options.rule.declaration(up)
@@ -482,17 +418,3 @@ def _unwrap_forced(out: Entries, options: SanitizeOptions, trace: Trace) -> None
         )
         remove_spellings(out, (up,), options.fold)
         out[index(target, options.fold)] = (target, value, Layer.FORCED)
-
-
-def _managed(options: SanitizeOptions, item: Entry, up: str) -> bool:
-    """True when this entry is the managed file's: its key (name, where names fold) and value.
-
-    A stage 3 entry says so by its layer; a build that is not routed has the
-    managed values in its base (the launch applied them), compared here.
-    """
-    key, value, layer = item
-    if layer is Layer.MANAGED:
-        return True
-    if not options.fold:
-        return options.managed.get(key) == value
-    return any(v == value and k.upper() == up for k, v in options.managed.items())

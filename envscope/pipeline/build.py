@@ -115,6 +115,12 @@ def _routed_stages(request: BuildRequest, entries: stages.Entries, trace: Trace)
         refuse=request.refuses,
         fold=options.fold,
     )
+    return _managed_stage(request, entries, trace)
+
+
+def _managed_stage(request: BuildRequest, entries: stages.Entries, trace: Trace) -> stages.Entries:
+    """Stage 3: the managed file's values over every spelling of their names (layer MANAGED)."""
+    options = request.options
     return stages.apply_managed(
         entries, request.managed, path=options.managed_path, trace=trace, fold=options.fold
     )
@@ -263,6 +269,8 @@ def run_build(
     parent = entries = stages.to_entries(request.snapshot, trace, fold=options.fold)
     if request.routed:
         entries = _routed_stages(request, entries, trace)
+    elif request.managed:  # the launch applied them: stage 3 gives them their layer
+        entries = _managed_stage(request, entries, trace)
     stage4 = _sanitize_options(request, parent, entries, formats)
     child = stages.validate_block(
         sanitize(entries, stage4, trace=trace), max_total_bytes=options.max_env_bytes, trace=trace

@@ -193,7 +193,9 @@ def _overlay(
     out = dict(entries)
 
     def record(key: str, value: str, replaced: bool) -> None:
-        action = Action.OVERRIDDEN if replaced else Action.ADDED
+        # the same key and value already there (an unrouted build's managed entry): kept
+        same = entries.get(index(key, fold), (None, None))[:2] == (key, value)
+        action = (Action.KEPT if same else Action.OVERRIDDEN) if replaced else Action.ADDED
         origin = default_origin if origins is None else origins.get(key.upper(), default_origin)
         trace.record(key, action, stage, reason, origin, value=value)
 

@@ -27,12 +27,14 @@ ARRIVALS: dict[str, tuple[dict[str, str], str, str, dict[str, str], list[str]]] 
     "routed scope": ({}, "", f"http_proxy={TWIN}\n", {}, []),
     "forced": ({}, "", "", {f"{FORCE_PREFIX}http_proxy": TWIN}, []),
     "forced same spelling": ({}, "", "", {f"{FORCE_PREFIX}HTTP_PROXY": TWIN}, []),
+    "passthrough absent": ({}, "", "", {}, ["http_proxy"]),
+    "passthrough absent same spelling": ({}, "", "", {}, ["HTTP_PROXY"]),
     "extra": ({}, "", "", {"HTTP_PROXY": TWIN}, []),
     "extra twin": ({}, "", "", {"http_proxy": TWIN}, []),
 }
 # the arrivals an MCP server's env block can carry (the block is the caller's extra)
 BLOCK_ARRIVALS = ["process env", "launch .env", "routed scope", "routed passthrough", "extra",
-                  "extra twin"]  # fmt: skip
+                  "extra twin", "passthrough absent"]  # fmt: skip
 POLICIES = {
     "default": None,
     "inherit none": SurfacePolicy(inherit=Inherit.NONE),

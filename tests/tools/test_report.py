@@ -57,7 +57,7 @@ def test_explain_names_every_origin(make_host: HostFactory, homes: dict[str, Pat
     assert kinds["CHATX_BOT_TOKEN"] == (Action.STRIPPED, OriginKind.MANIFEST)
     assert kinds["A_MARKER"] == (Action.STRIPPED, OriginKind.LAUNCH_DOTENV)
     assert kinds["VAULT_X"] == (Action.ADDED, OriginKind.SECRET_SOURCE)
-    assert kinds["ORG_FLAG"] == (Action.OVERRIDDEN, OriginKind.MANAGED)
+    assert kinds["ORG_FLAG"] == (Action.KEPT, OriginKind.MANAGED)  # the launch applied it
     assert kinds["B_MARKER"] == (Action.ADDED, OriginKind.SCOPE)
     assert kinds["OPERATOR"] == (Action.KEPT, None)
     assert final["CHATX_BOT_TOKEN"].origin is not None
