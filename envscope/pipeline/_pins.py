@@ -29,14 +29,17 @@ if TYPE_CHECKING:
     from envscope.audit.trace import Trace
     from envscope.pipeline.stages import Entries, Entry
 
-__all__ = ["MANAGED_ONLY", "PINNING_LAYERS", "Pins"]
+__all__ = ["PINNING_LAYERS", "Pins"]
 
 PINNING_LAYERS = (Layer.MANAGED, Layer.HOME_VAR)
 """The layers whose names no later layer replaces (in ``PRECEDENCE`` order)."""
 
-MANAGED_ONLY = "the administrator's managed value is the only value of this name"
 _REFUSALS: dict[Layer, tuple[Reason, Origin, str]] = {
-    Layer.MANAGED: (Reason.MANAGED_KEY, Origin(OriginKind.MANAGED, "managed"), MANAGED_ONLY),
+    Layer.MANAGED: (
+        Reason.MANAGED_KEY,
+        Origin(OriginKind.MANAGED, "managed"),
+        "the administrator's managed value is the only value of this name",
+    ),
     Layer.HOME_VAR: (
         Reason.HOME_VAR,
         Origin(OriginKind.SURFACE, "home"),
@@ -66,6 +69,11 @@ class Pins:
         """True when a pinning layer holds ``name`` (any case)."""
         return name.upper() in self._held
 
+    def why(self, name: str) -> str | None:
+        """Why ``name`` (any case) has one value (for a refusal), or None when it is not pinned."""
+        held = self._held.get(name.upper())
+        return None if held is None else _REFUSALS[held[0]][2]
+
     def put(
         self,
         out: Entries,
@@ -75,18 +83,18 @@ class Pins:
         record: Callable[[str, str, bool], None] | None = None,
         *,
         layers: Mapping[str, Layer] | None = None,
-    ) -> dict[str, str]:
+    ) -> None:
         """Lay ``values`` down as ``layer`` (``stages.put_layer``), never over a pinned name.
 
-        Returns what was laid down. A key of a name a pinning layer laid down
-        before ``layer`` is refused and traced; the pinned entries are put back
+        A key of a name a pinning layer laid down before ``layer`` is refused
+        and traced; the pinned entries are put back
         where nothing of the name is left. ``layers`` gives some keys an entry
         layer of their own (a grant, an MCP block's entry, a passthrough's source).
         """
         refused = {k: v for k, v in values.items() if self._overrides(k, layer)}
         if not refused:
             put_layer(out, values, self._fold, record, layer=layer, layers=layers)
-            return dict(values)
+            return
         laid = {k: v for k, v in values.items() if k not in refused}
         put_layer(out, laid, self._fold, record, layer=layer, layers=layers)
         for key, value in refused.items():
@@ -100,7 +108,6 @@ class Pins:
                         entry[0], Action.ADDED, Stage.SANITIZE, _ADDED[pinning], origin,
                         value=entry[1],
                     )  # fmt: skip
-        return laid
 
     def _overrides(self, key: str, layer: Layer) -> bool:
         held = self._held.get(key.upper())

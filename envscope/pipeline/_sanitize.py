@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from envscope.audit.trace import NULL_TRACE, Action, Reason, Stage
 from envscope.errors import ConfigurationError, EnvValueError, PassthroughRefusedError
-from envscope.pipeline._pins import MANAGED_ONLY, Pins
+from envscope.pipeline._pins import Pins
 from envscope.pipeline.decision import CALLER_ORIGIN, decide_all
 from envscope.pipeline.stages import (
     FORCE_PREFIX,
@@ -106,7 +106,7 @@ def sanitize(
     pins.pin(options.managed, Layer.MANAGED)  # stage 3 laid them down
     out = _filter_base(entries, options, trace)
     _merge(out, options, pins, trace)
-    _check_grants(out, options)
+    _check_grants(out, options, pins)
     _resolve_passthrough(out, options, pins, trace)
     _unwrap_forced(out, options, pins, trace)
     _decide(out, options, trace)
@@ -153,7 +153,7 @@ def _caller_layers(options: SanitizeOptions) -> dict[str, Layer]:
     return layers
 
 
-def _check_grants(out: Entries, options: SanitizeOptions) -> None:
+def _check_grants(out: Entries, options: SanitizeOptions, pins: Pins) -> None:
     """A grant that can never pass is an error.
 
     A grant of a secret source's credential (the rule's word), of a managed
@@ -163,21 +163,14 @@ def _check_grants(out: Entries, options: SanitizeOptions) -> None:
     ``PassthroughRefusedError``.
     """
     fold, rule = options.fold, options.rule
-    managed = {k.upper() for k in options.managed}
-    pinned = {k.upper() for k in options.pinned}
     for key in sorted(options.grant):
         if rule.is_ungrantable(key):
             raise PassthroughRefusedError(
                 key, "grant refused: a secret source's credential is never grantable"
             )
-        if key.upper() in managed:
-            raise PassthroughRefusedError(
-                key, f"grant refused: a managed key ({MANAGED_ONLY}, in every spelling)"
-            )
-        if key.upper() in pinned:
-            raise PassthroughRefusedError(
-                key, "grant refused: the child's own home variable is pinned (in every spelling)"
-            )
+        pinned = pins.why(key)
+        if pinned is not None:  # a managed key, the child's home variable
+            raise PassthroughRefusedError(key, f"grant refused: {pinned} (in every spelling)")
         entry = out.get(index(key, fold))
         if entry is None or entry[0] != key or entry[2] is not Layer.GRANT:
             raise PassthroughRefusedError(
