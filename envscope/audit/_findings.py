@@ -95,16 +95,27 @@ NAME_KINDS: tuple[str, ...] = ("credential-suffix", "credential-word", "url-with
 
 @dataclass(frozen=True, slots=True)
 class NameFinding:
-    """A kept, undeclared variable whose name (or URL) looks like a credential: key and kind."""
+    """A kept, undeclared variable whose name (or URL) looks like a credential: key and kind.
+
+    ``launch_declared``: routed, the launch home's policy declares the name,
+    but the value is the routed profile's own, which answers to its own policy.
+    """
 
     key: str
     kind: str
+    launch_declared: bool = False
 
     def __str__(self) -> str:
         if self.kind == "url-with-password":
             what = "the value is a URL with a password in it"
         else:
             what = f"the name looks like a credential ({self.kind})"
+        if self.launch_declared:
+            return (
+                f"{self.key}: {what}; the launch home's policy declares the name, but the "
+                "value is the routed profile's own, which answers to its own policy only "
+                "(kept; declare it in this home's manifests if it is a secret)"
+            )
         return (
             f"{self.key}: {what} but no rule declares it (kept; declare it if it is a "
             "secret, or list it in known_safe if the host passes it knowingly)"

@@ -12,6 +12,7 @@ the build's ``secret_rule``) → the block check → the trace's findings.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from envscope._inputs import check_env
@@ -305,8 +306,11 @@ def _finish_trace(trace: Trace, child: Mapping[str, str], request: BuildRequest)
         )
         ctx.warnings.append(BuildWarning(finding.key, f"value-shape:{finding.kind}", message))
     known_safe = request.options.known_safe
+    launch = request.launch_policy if request.routed else None
     for name_finding in find_credential_names(child, policy=policy, known_safe=known_safe):
         key, kind = name_finding.key, name_finding.kind
+        if launch is not None and launch.tier_of(key) is not None:
+            name_finding = replace(name_finding, launch_declared=True)
         ctx.warnings.append(BuildWarning(key, kind, str(name_finding)))
     ctx.home, ctx.surface, ctx.routed = request.target, request.surface.value, request.routed
     ctx.complete, ctx.problems = policy.complete, policy.problems

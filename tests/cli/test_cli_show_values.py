@@ -125,3 +125,16 @@ def test_show_values_masks_a_routed_profiles_own_copies_of_launch_secrets(
     for secret in (CATALOG_T1, B_OWN_PLATFORM, LAUNCH_ONLY):
         assert secret not in out, secret
     assert "b-value" in out or surface == "mcp"
+
+
+def test_the_warning_on_a_routed_profiles_value_under_a_launch_declared_name(
+    capsys: pytest.CaptureFixture[str], config: str, tmp_path: Path
+) -> None:
+    """B's own CHATX_BOT_TOKEN: kept, and the warning says the launch policy declares the name."""
+    (tmp_path / "B" / ".env").write_text(f"CHATX_BOT_TOKEN={B_OWN_PLATFORM}\n")
+    assert main(["--config", config, "explain", "--home", "b"]) in (0, 1)
+    out = capsys.readouterr().out
+    warning = next(line for line in out.splitlines() if line.startswith("warning: CHATX_BOT"))
+    assert "launch home's policy declares the name" in warning
+    assert "no rule declares it" not in warning
+    assert B_OWN_PLATFORM not in out
