@@ -39,9 +39,10 @@ from envscope._mcp_formats import (
 )
 from envscope.audit.trace import NULL_TRACE, Action, Decision, Reason, Stage, Trace
 from envscope.errors import ConfigFileError, ConfigurationError, EnvValueError
-from envscope.pipeline._secret_values import strictest
+from envscope.pipeline.decision import decide
 from envscope.pipeline.stages import at_cwd
 from envscope.policy._declarations import Origin, OriginKind
+from envscope.policy._layers import Layer
 from envscope.policy.surfaces import Surface
 
 if TYPE_CHECKING:
@@ -449,13 +450,13 @@ def _check_argv(rule: SecretRule, server: McpServerConfig, *, own: bool) -> None
     values += [(f"{server.where}.args[{i}]", arg) for i, arg in enumerate(server.args)]
     if server.cwd is not None:
         values.append((f"{server.where}.cwd", server.cwd))
-    owns = [own and field not in server.argv_resolved for field, _ in values]
-    for (field, _), found in zip(values, rule.find_in(values, owns), strict=True):
-        unkept = [m for m in found if m.exemption is None]
-        if unkept:
+    for field, value in values:
+        typed = own and field not in server.argv_resolved
+        verdict = decide(rule, field, value, Layer.ARGV, own=typed)
+        if verdict is not None and verdict.withheld and verdict.match is not None:
             raise ConfigFileError(
                 server.path,
-                f"refused: holds the value of {rule.public(strictest(unkept))}; a command line "
+                f"refused: holds the value of {rule.public(verdict.match)}; a command line "
                 "is readable by every local user: pass the secret in the env block and grant "
                 "it there",
                 field=field,

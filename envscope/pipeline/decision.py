@@ -30,7 +30,9 @@ say: an undeclared name holding no secret):
 
 Every exemption is named in the verdict and traced. The factory's stage 4, the
 runtime guard, ``envscope.testing`` and the CLI's masking ask ``decide`` (stage
-4 through ``decide_all``, one pass over a build's values); none of them
+4 through ``decide_all``, one pass over a build's values), and so does the MCP
+config loader for a server's command, arguments and cwd (``ARGV``: decided by
+value alone, no exemption covers a secret on a command line); none of them
 re-assembles the order above.
 """
 
@@ -126,7 +128,7 @@ def is_own(rule: SecretRule, key: str, value: str, layer: Layer) -> bool:
 
 def _by_name(rule: SecretRule, key: str, value: str, layer: Layer, own: bool) -> Verdict | None:
     """Step 2: the name's verdict (None: the name says nothing)."""
-    if layer is Layer.SPAWN:
+    if layer is Layer.SPAWN or layer is Layer.ARGV:
         return None
     decl = rule.declaration(key, own=own)
     if decl is None:
@@ -145,6 +147,8 @@ def _by_name(rule: SecretRule, key: str, value: str, layer: Layer, own: bool) ->
 
 def _covering(rule: SecretRule, layer: Layer, match: SecretMatch) -> Exemption | None:
     """The exemption that keeps this one secret of an entry of ``layer``, or None."""
+    if layer is Layer.ARGV:
+        return None  # a command line is readable by every local user: nothing covers it
     if match.exemption is not None:
         return match.exemption
     if match.launch and layer is Layer.MANAGED:  # the entry's origin is the administrator

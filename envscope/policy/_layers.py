@@ -30,6 +30,7 @@ class Layer(enum.Enum):
     PASSTHROUGH = "passthrough"  # a passthrough name, forwarded from its source
     FORCED = "forced"  # _ENVSCOPE_FORCE_X unwrapped to X: a forced hand-over
     SPAWN = "spawn"  # an env the host's own code handed to a spawn (what the runtime guard sees)
+    ARGV = "argv"  # an MCP server's command, argument or cwd: no env entry, readable by everyone
 
 
 PRECEDENCE: tuple[Layer, ...] = (

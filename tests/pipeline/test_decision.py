@@ -78,6 +78,10 @@ ROWS: list[tuple[str, Layer, str, str, bool, tuple[bool, Reason, Exemption | Non
     ("spawn-value", Layer.SPAWN, "COPY", BOT, True, (W, Reason.ALIAS_OF, None)),
     ("source-credential", Layer.BASE, "COPY", VAULT, True, (W, Reason.ALIAS_OF, None)),
     ("scope-layer", Layer.SCOPE, "COPY", BOT, False, (W, Reason.ALIAS_OF, None)),
+    ("argv-copy", Layer.ARGV, "srv.args[0]", f"--token={BOT}", True, (W, Reason.ALIAS_OF, None)),
+    ("argv-format", Layer.ARGV, "srv.args[0]", PAT, True, (W, Reason.VALUE_SHAPE, None)),
+    ("argv-known-safe-name", Layer.ARGV, "SAFE_PAT", PAT, True, (W, Reason.VALUE_SHAPE, None)),
+    ("argv-tier1-name", Layer.ARGV, "TELEGRAM_BOT_TOKEN", "short", False, None),
 ]  # fmt: skip
 IDS = [row[0] for row in ROWS]
 
@@ -128,6 +132,13 @@ def test_a_grant_of_a_source_credential_is_an_error(layer: Layer) -> None:
     assert VAULT not in str(refused.value)
 
 
+def test_nothing_covers_a_secret_on_a_command_line() -> None:
+    """``ARGV``: a host that keeps copies still has a copy in an argument withheld."""
+    verdict = decide(_rule(False, aliases=False), "srv.args[0]", BOT, Layer.ARGV)
+    assert verdict is not None
+    assert verdict.withheld
+
+
 def test_a_host_that_keeps_copies_still_withholds_names() -> None:
     """strip_value_aliases=False: a copy is kept, named VALUES_KEPT; a Tier 1 name still goes."""
     rule = _rule(False, aliases=False)
@@ -159,10 +170,9 @@ def test_one_wording_of_a_withheld_entry(key: str, value: str, inherit: bool, sa
 
 
 PACKAGE = Path(__file__).resolve().parents[2] / "envscope"
-# The rule's own value search may be asked by the decision function and by the MCP
-# loader's command-line check (argv is no entry of a child env).
-ASKS_THE_RULE = {"pipeline/decision.py", "pipeline/secret_rule.py", "mcp.py"}
-CONSUMERS = {"_guard.py", "testing.py", "cli/main.py", "pipeline/_sanitize.py"}
+# The rule's own value search is asked by the decision function alone.
+ASKS_THE_RULE = {"pipeline/decision.py", "pipeline/secret_rule.py"}
+CONSUMERS = {"_guard.py", "testing.py", "cli/main.py", "pipeline/_sanitize.py", "mcp.py"}
 
 
 def _calls(path: Path) -> set[str]:
@@ -187,7 +197,7 @@ def test_only_the_decision_function_decides_an_entry() -> None:
 
 @pytest.mark.parametrize("module", sorted(CONSUMERS))
 def test_each_consumer_asks_the_decision_function(module: str) -> None:
-    """The factory's stage 4, the guard, envscope.testing and the CLI's masking call it."""
+    """Stage 4, the guard, envscope.testing, the CLI's masking and the MCP argv check call it."""
     assert _calls(PACKAGE / module) & {"decide", "decide_all"}
 
 
