@@ -61,6 +61,7 @@ from envscope.manifests._inotify import (
     Identity,
     LinuxNotifier,
     Notifier,
+    adopt_lock,
     failed_identity,
 )
 from envscope.manifests._probe import Probe, RootProbe, Signature, State
@@ -215,6 +216,7 @@ class ChangeGate:
         clock: Callable[[], int] = time.monotonic_ns,
     ) -> None:
         self._notifier = notifier
+        self._pid = os.getpid()  # the process the notifier belongs to
         self._max_homes = max_homes
         self._full_stamp_ns = full_stamp_ns
         self._clock = clock
@@ -223,6 +225,24 @@ class ChangeGate:
         # wd -> the home using it, or a tuple of the homes sharing it (the bundled root):
         # most watches belong to one home, and a set each was most of a home's memory
         self._wd_homes: dict[int, str | tuple[str, ...]] = {}
+
+    def _own(self) -> None:
+        """In a forked child, first: forget the parent's state, take a notifier of our own.
+
+        The homes, the watches they count on and the lock are the parent's: the
+        child starts with no clean home (the stamp answers first) and never reads,
+        removes or closes the parent's inotify watches or events.
+        """
+        if self._pid == os.getpid():
+            return
+        with adopt_lock():
+            if self._pid == os.getpid():
+                return
+            self._lock = threading.Lock()
+            self._homes = OrderedDict()
+            self._wd_homes = {}
+            self._notifier = self._notifier.forked()
+            self._pid = os.getpid()
 
     # -- under the lock ----------------------------------------------------------
 
@@ -304,6 +324,7 @@ class ChangeGate:
 
     def unchanged(self, key: str) -> bool:
         """True only when the home is clean and every re-stat agrees (else: run the stamp)."""
+        self._own()
         with self._lock:
             self._drain()
             home = self._homes.get(key)
@@ -335,6 +356,7 @@ class ChangeGate:
         self, key: str, root_paths: tuple[str, ...], previous: tuple[RootProbe, ...]
     ) -> Begun:
         """Before a probe: drain, mark the home dirty, (re)watch what its last probe found."""
+        self._own()
         with self._lock:
             self._drain()
             home = self._homes.get(key)
@@ -380,6 +402,7 @@ class ChangeGate:
             path for path, ident in begun.roots if ident not in (None, IDENTITY_UNKNOWN)
         )
         paths = _watch_paths(existing, found.roots)
+        self._own()
         with self._lock:
             home = self._homes.get(begun.key)
             if home is not begun.home:
@@ -402,17 +425,20 @@ class ChangeGate:
     @property
     def watched_homes(self) -> int:
         """How many homes the gate watches (for tests and metrics)."""
+        self._own()
         with self._lock:
             return len(self._homes)
 
     @property
     def watches(self) -> int:
         """How many inotify watches the gate holds."""
+        self._own()
         with self._lock:
             return len(self._wd_homes)
 
     def close(self) -> None:
         """Stop watching (the notifier's descriptor is closed)."""
+        self._own()
         with self._lock:
             self._homes.clear()
             self._wd_homes.clear()

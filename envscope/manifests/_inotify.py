@@ -29,8 +29,10 @@ __all__ = [
     "IN_Q_OVERFLOW",
     "MAX_QUEUED",
     "WATCH_MASK",
+    "DoubtingNotifier",
     "LinuxNotifier",
     "Notifier",
+    "adopt_lock",
     "failed_identity",
 ]
 
@@ -110,6 +112,10 @@ class Notifier(Protocol):
         """
         ...
 
+    def forked(self) -> Notifier:
+        """A notifier of this process, after a ``fork()``: the parent's is never touched."""
+        ...
+
     def close(self) -> None:
         """Release the inotify descriptor."""
         ...
@@ -141,6 +147,8 @@ class _Inotify:
 
     _shared: _Inotify | None = None
     _shared_lock = threading.Lock()
+    _at_fork = False  # the fork hook is registered (on first use: no side effect at import)
+    adopt_lock = threading.Lock()  # a forked child's gates take their own notifiers under it
 
     def __init__(self) -> None:
         # The process's own symbols hold libc's: ``find_library`` would run ldconfig, a child
@@ -186,11 +194,26 @@ class _Inotify:
 
     @classmethod
     def get(cls) -> _Inotify:
-        """The shared instance (made on first use)."""
+        """The shared instance of this process (made on first use)."""
         with cls._shared_lock:
+            if not cls._at_fork:
+                os.register_at_fork(after_in_child=cls.forget)
+                cls._at_fork = True
             if cls._shared is None:
                 cls._shared = cls()
             return cls._shared
+
+    @classmethod
+    def forget(cls) -> None:
+        """In a forked child: the parent's instance is its own, never read, watched or closed.
+
+        The child's gates each make their notifier anew (``LinuxNotifier.forked``) on
+        the child's own instance, made on first use; the lock may have been held by
+        a thread the child does not have.
+        """
+        cls._shared = None
+        cls._shared_lock = threading.Lock()
+        cls.adopt_lock = threading.Lock()
 
     def identity(self, path: str) -> Identity:
         """``statx(2)`` keeping the GIL: ``(makedev(major, minor), ino)``, as ``os.stat`` says.
@@ -340,9 +363,65 @@ class LinuxNotifier:
         """The shared instance's ``statx`` re-stat (it keeps the GIL): see ``_Inotify.identity``."""
         return self._inotify.identity(path)
 
+    def forked(self) -> Notifier:
+        """This gate's notifier in a forked child: the child's own instance and mount table.
+
+        The inherited one is dropped without a call to the kernel (its watches and
+        its queue are the parent's); where no instance can be made, one that
+        doubts every answer (the stamp answers).
+        """
+        self._finalizer.detach()  # its queue is the parent's instance's business
+        if self._mounts is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._mounts)  # this process's copy, naming the parent's table
+        return _new_notifier()
+
     def close(self) -> None:
         """Release this gate's watches and the mount-table descriptor."""
         self._finalizer()
+
+
+class DoubtingNotifier:
+    """A notifier that can trust nothing (no instance could be made): every home is stamped."""
+
+    def add_watch(self, path: str) -> int:
+        """No watch can be placed."""
+        raise OSError(errno.ENOSYS, "no inotify instance in this process", path)
+
+    def rm_watch(self, wd: int) -> None:
+        """Nothing is watched."""
+
+    def events(self) -> tuple[list[tuple[int, int]], bool]:
+        """Events were lost: every home is doubted."""
+        return [(-1, IN_Q_OVERFLOW)], True
+
+    def fs_type(self, path: str) -> int | None:
+        """Unknown: never a gated file system."""
+        return None
+
+    def identity(self, path: str) -> Identity:
+        """A re-stat that failed: doubt."""
+        return IDENTITY_UNKNOWN
+
+    def forked(self) -> Notifier:
+        """A new attempt at a real notifier in the forked child."""
+        return _new_notifier()
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def adopt_lock() -> threading.Lock:
+    """The lock a forked child's gates take their own notifiers under (new in every child)."""
+    return _Inotify.adopt_lock
+
+
+def _new_notifier() -> Notifier:
+    """This process's own notifier, or one that doubts everything where none can be made."""
+    try:
+        return LinuxNotifier()
+    except (OSError, AttributeError):
+        return DoubtingNotifier()
 
 
 def _release(inotify: _Inotify, queue: _Queue, mounts: int | None) -> None:

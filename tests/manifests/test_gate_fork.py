@@ -1,0 +1,134 @@
+"""A change gate belongs to one process: a forked child never takes the parent's events.
+
+After ``fork()`` parent and child share one inotify instance. Real forks here:
+the parent's gate is proven engaged (a build answered with no probe), the
+parent changes a manifest, a forked child builds (with the inherited host, and
+with a host of its own for other homes, evicting them), and then the parent
+builds: it must see the change (equal to the stamped host's child), and its
+kernel watches are all still there. The reverse: what the child's gate
+answers never depends on the parent having read first.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from envscope import Catalog, Host
+from envscope.manifests._gate import ChangeGate, create_gate
+from envscope.manifests._inotify import DoubtingNotifier, LinuxNotifier
+from tests.manifests.test_gate import in_place, make_world, manifest
+
+pytestmark = pytest.mark.skipif(create_gate() is None, reason="no inotify here")
+
+
+def _inotify_watches() -> int:
+    """The kernel watches of this process's inotify instances (``/proc/self/fdinfo``)."""
+    count = 0
+    for fd in os.listdir("/proc/self/fdinfo"):
+        try:
+            with open(f"/proc/self/fdinfo/{fd}", encoding="utf-8") as fh:
+                count += len(re.findall(r"^inotify wd:", fh.read(), re.M))
+        except OSError:
+            continue
+    return count
+
+
+def _in_child(work: Callable[[], bool], how: str = "os.fork") -> int | None:
+    """Run ``work()`` in a forked child; its exit status (0: it returned True)."""
+    if how == "multiprocessing":
+        process = multiprocessing.get_context("fork").Process(target=_exit_with, args=(work,))
+        process.start()
+        process.join(120)
+        return process.exitcode
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child's coverage is not collected
+        code = 1
+        try:
+            code = 0 if work() else 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def _exit_with(work: Callable[[], bool]) -> None:  # pragma: no cover - runs in the child
+    sys.exit(0 if work() else 3)
+
+
+@pytest.mark.parametrize("how", ["os.fork", "multiprocessing"])
+@pytest.mark.parametrize("child_work", ["inherited host", "own host", "evicting host"])
+def test_a_forked_child_never_takes_the_parents_events(
+    tmp_path: Path, child_work: str, how: str
+) -> None:
+    """The parent sees its change after a child built; its watches are all still there."""
+    w = make_world(tmp_path)
+    gate = w.gated._homes.manifests()._gate
+    assert gate is not None
+    gate._max_homes = 2  # a child that serves other homes evicts the parent's
+    watches = _inotify_watches()
+    in_place(w)  # a new secret declared: the parent's next build must strip it
+
+    def work() -> bool:
+        if child_work == "inherited host":
+            for _ in range(3):
+                w.build(w.gated)
+            return True
+        own = Host(w.launch, environ={"PATH": "/usr/bin"}, catalog=Catalog.default())
+        host = own if child_work == "own host" else w.gated
+        for i in range(4):
+            home = w.root / f"child-home-{i}"
+            (home / "plugins" / "platforms" / "x").mkdir(parents=True)
+            (home / "plugins" / "platforms" / "x" / "plugin.yaml").write_text(manifest("XCHAT"))
+            for _ in range(2):
+                with host.routed(home, scope={}):
+                    host.build_subprocess_env()
+        w.build(w.gated)
+        return True
+
+    assert _in_child(work, how) == 0
+    assert w.build(w.gated) == w.build(w.stamped)
+    assert "PCHAT_EXTRA" not in w.build(w.gated)
+    assert _inotify_watches() >= watches
+
+
+def test_the_childs_gate_answers_for_itself(tmp_path: Path) -> None:
+    """In the child, a change made after the fork is seen, though the parent read first."""
+    w = make_world(tmp_path)
+    read, write = os.pipe()
+
+    def work() -> bool:
+        os.close(write)
+        os.read(read, 1)  # the parent changed the manifest and built (it read the events)
+        return w.build(w.gated) == w.build(w.stamped) and "PCHAT_EXTRA" not in w.build(w.gated)
+
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child's coverage is not collected
+        code = 1
+        try:
+            code = 0 if work() else 3
+        finally:
+            os._exit(code)
+    os.close(read)
+    in_place(w)
+    assert "PCHAT_EXTRA" not in w.build(w.gated)
+    os.write(write, b"x")
+    os.close(write)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_gate_with_no_notifier_of_its_own_stamps_every_build(tmp_path: Path) -> None:
+    """Where the child cannot make an inotify instance, every answer is doubt (the stamp)."""
+    gate = ChangeGate(DoubtingNotifier())
+    root = str(tmp_path)
+    begun = gate.begin("home", (root,), ())
+    assert begun.failed
+    assert not gate.unchanged("home")
+    assert isinstance(DoubtingNotifier().forked(), (LinuxNotifier, DoubtingNotifier))
