@@ -61,6 +61,7 @@ from envscope.manifests._inotify import (
     Identity,
     LinuxNotifier,
     Notifier,
+    NotifierLost,
     adopt_lock,
     failed_identity,
 )
@@ -252,7 +253,13 @@ class ChangeGate:
             home.events += 1
 
     def _drain(self) -> None:
-        events, mounts = self._notifier.events()
+        try:
+            events, mounts = self._notifier.events()
+        except NotifierLost:  # a descriptor closed or reused under us (closerange)
+            self._homes.clear()  # every home to the stamp; no lost number is touched again
+            self._wd_homes = {}
+            self._notifier = self._notifier.renewed()
+            return
         if mounts:
             self._doubt_all()
         for wd, mask in events:

@@ -32,6 +32,7 @@ __all__ = [
     "DoubtingNotifier",
     "LinuxNotifier",
     "Notifier",
+    "NotifierLost",
     "adopt_lock",
     "failed_identity",
 ]
@@ -73,10 +74,13 @@ IDENTITY_UNKNOWN: tuple[int, int] = (-1, -1)
 """A re-stat that failed for any other reason: equal to no real identity, so it is doubt."""
 
 AT_FDCWD = -100
+AT_EMPTY_PATH = 0x1000
+STATX_TYPE = 0x001
 STATX_INO = 0x100
 # struct statx (linux/stat.h, one layout on every architecture): stx_mask (u32) at 0,
 # stx_ino (u64) at 32, stx_dev_major and stx_dev_minor (u32 each) at 136 and 140.
 _STATX = struct.Struct("=I28xQ96xII")
+_STATX_MODE = struct.Struct("=I24xH2xQ96xII")  # stx_mode (u16) at 28 too
 _STATX_SIZE = 256
 _ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR})
 
@@ -116,9 +120,22 @@ class Notifier(Protocol):
         """A notifier of this process, after a ``fork()``: the parent's is never touched."""
         ...
 
+    def renewed(self) -> Notifier:
+        """A new notifier after this one raised ``NotifierLost`` (no lost number touched)."""
+        ...
+
     def close(self) -> None:
         """Release the inotify descriptor."""
         ...
+
+
+class NotifierLost(OSError):
+    """A descriptor the notifier polls is no longer the one it opened (closed or reused).
+
+    The gate that hears it forgets every home and takes a new notifier: every
+    home goes to the stamp, and no descriptor number someone else now holds is
+    read, polled or closed again.
+    """
 
 
 class _PollFd(ctypes.Structure):
@@ -186,6 +203,7 @@ class _Inotify:
             err = ctypes.get_errno()
             raise OSError(err, os.strerror(err))
         self.fd: int = fd
+        self.fd_identity = self.descriptor(fd)
         self.lock = threading.Lock()
         self._queues: list[_Queue] = []
         # Queues of gates that were collected: released at the next call under the lock
@@ -215,6 +233,13 @@ class _Inotify:
         cls._shared_lock = threading.Lock()
         cls.adopt_lock = threading.Lock()
 
+    @classmethod
+    def drop(cls, lost: _Inotify) -> None:
+        """Forget the shared instance when it is ``lost`` (its descriptor is not its own)."""
+        with cls._shared_lock:
+            if cls._shared is lost and not lost.intact():
+                cls._shared = None
+
     def identity(self, path: str) -> Identity:
         """``statx(2)`` keeping the GIL: ``(makedev(major, minor), ino)``, as ``os.stat`` says.
 
@@ -232,6 +257,24 @@ class _Inotify:
         if not mask & STATX_INO:
             return IDENTITY_UNKNOWN
         return (os.makedev(major, minor), ino)
+
+    def descriptor(self, fd: int) -> tuple[int, int, int] | None:
+        """``(mode, dev, ino)`` of an open descriptor (``statx``, keeping the GIL), or None."""
+        buf = _StatxBuffer()
+        if self.statx(fd, b"", AT_EMPTY_PATH, STATX_TYPE | STATX_INO, buf) != 0:
+            return None
+        mask, mode, ino, major, minor = _STATX_MODE.unpack_from(buf)
+        if mask & (STATX_TYPE | STATX_INO) != STATX_TYPE | STATX_INO:
+            return None
+        return (mode, os.makedev(major, minor), ino)
+
+    def intact(self) -> bool:
+        """True while ``fd`` is still this instance's (an ``anon_inode:inotify``, not reused).
+
+        A host that closed inherited descriptors (``os.closerange``) leaves the number
+        closed, or reused by a pipe or a file: each is another identity.
+        """
+        return self.fd_identity is not None and self.descriptor(self.fd) == self.fd_identity
 
     def subscribe(self, queue: _Queue) -> None:
         with self.lock:
@@ -278,6 +321,10 @@ class _Inotify:
                     data = os.read(self.fd, 65536)
                 except BlockingIOError:
                     return
+                except OSError as exc:  # closed under us (EBADF), or not an inotify read
+                    raise NotifierLost(exc.errno, "the inotify descriptor was lost") from None
+                if not data:  # end of file: not an inotify instance (one never ends)
+                    raise NotifierLost(errno.EBADF, "the inotify descriptor was reused")
                 offset = 0
                 while offset + _EVENT.size <= len(data):
                     wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
@@ -314,6 +361,9 @@ class LinuxNotifier:
         self._mounts: int | None = None
         with contextlib.suppress(OSError):
             self._mounts = os.open("/proc/self/mountinfo", os.O_RDONLY | os.O_CLOEXEC)
+        self._mounts_identity = (
+            None if self._mounts is None else self._inotify.descriptor(self._mounts)
+        )
         watched = [(self._inotify.fd, select.POLLIN)]
         if self._mounts is not None:
             watched.append((self._mounts, select.POLLPRI | select.POLLERR))
@@ -343,7 +393,16 @@ class LinuxNotifier:
         return fds[0].revents != 0, len(fds) > 1 and fds[1].revents != 0
 
     def events(self) -> tuple[list[tuple[int, int]], bool]:
-        """One ``poll`` for both descriptors; the inotify queue read only when it has events."""
+        """One ``poll`` for both descriptors; the inotify queue read only when it has events.
+
+        Each descriptor is checked first (``_Inotify.intact``): one closed or reused
+        raises ``NotifierLost``, never a bare ``OSError``, a stale answer or a hang.
+        """
+        inotify = self._inotify
+        if not inotify.intact() or (
+            self._mounts is not None and inotify.descriptor(self._mounts) != self._mounts_identity
+        ):
+            raise NotifierLost(errno.EBADF, "a descriptor of the change gate was lost")
         readable, mounts = self._ready()
         if readable:
             self._inotify.pump()
@@ -376,6 +435,21 @@ class LinuxNotifier:
                 os.close(self._mounts)  # this process's copy, naming the parent's table
         return _new_notifier()
 
+    def renewed(self) -> Notifier:
+        """A new notifier after ``NotifierLost``: a new instance, no lost number touched.
+
+        The shared instance is dropped when its descriptor is lost (every gate on
+        it renews on its next call); the mount table's descriptor is closed only
+        while it is still the one opened.
+        """
+        self._finalizer.detach()
+        _Inotify.drop(self._inotify)
+        mounts = self._mounts
+        if mounts is not None and self._inotify.descriptor(mounts) == self._mounts_identity:
+            with contextlib.suppress(OSError):
+                os.close(mounts)
+        return _new_notifier()
+
     def close(self) -> None:
         """Release this gate's watches and the mount-table descriptor."""
         self._finalizer()
@@ -405,6 +479,10 @@ class DoubtingNotifier:
 
     def forked(self) -> Notifier:
         """A new attempt at a real notifier in the forked child."""
+        return _new_notifier()
+
+    def renewed(self) -> Notifier:
+        """A new attempt at a real notifier."""
         return _new_notifier()
 
     def close(self) -> None:

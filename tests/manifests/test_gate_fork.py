@@ -11,6 +11,7 @@ answers never depends on the parent having read first.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import re
@@ -23,21 +24,16 @@ import pytest
 from envscope import Catalog, Host
 from envscope.manifests._gate import ChangeGate, create_gate
 from envscope.manifests._inotify import DoubtingNotifier, LinuxNotifier
+from tests._watchdog import run_with_watchdog
 from tests.manifests.test_gate import in_place, make_world, manifest
 
 pytestmark = pytest.mark.skipif(create_gate() is None, reason="no inotify here")
 
 
-def _inotify_watches() -> int:
-    """The kernel watches of this process's inotify instances (``/proc/self/fdinfo``)."""
-    count = 0
-    for fd in os.listdir("/proc/self/fdinfo"):
-        try:
-            with open(f"/proc/self/fdinfo/{fd}", encoding="utf-8") as fh:
-                count += len(re.findall(r"^inotify wd:", fh.read(), re.M))
-        except OSError:
-            continue
-    return count
+def _kernel_watches(fd: int) -> set[str]:
+    """The kernel's watches of one inotify instance (``/proc/self/fdinfo``): ``wd``s, in hex."""
+    with open(f"/proc/self/fdinfo/{fd}", encoding="utf-8") as fh:
+        return set(re.findall(r"^inotify wd:(\w+)", fh.read(), re.M))
 
 
 def _in_child(work: Callable[[], bool], how: str = "os.fork") -> int | None:
@@ -72,7 +68,9 @@ def test_a_forked_child_never_takes_the_parents_events(
     gate = w.gated._homes.manifests()._gate
     assert gate is not None
     gate._max_homes = 2  # a child that serves other homes evicts the parent's
-    watches = _inotify_watches()
+    fd = w.notifier._inotify.fd
+    watches = _kernel_watches(fd) & {format(wd, "x") for wd in w.notifier._queue.watches}
+    assert watches, "the parent's gate watches its home"
     in_place(w)  # a new secret declared: the parent's next build must strip it
 
     def work() -> bool:
@@ -93,9 +91,9 @@ def test_a_forked_child_never_takes_the_parents_events(
         return True
 
     assert _in_child(work, how) == 0
+    assert watches <= _kernel_watches(fd)  # the child removed none of the parent's
     assert w.build(w.gated) == w.build(w.stamped)
     assert "PCHAT_EXTRA" not in w.build(w.gated)
-    assert _inotify_watches() >= watches
 
 
 def test_the_childs_gate_answers_for_itself(tmp_path: Path) -> None:
@@ -132,3 +130,47 @@ def test_a_gate_with_no_notifier_of_its_own_stamps_every_build(tmp_path: Path) -
     assert begun.failed
     assert not gate.unchanged("home")
     assert isinstance(DoubtingNotifier().forked(), (LinuxNotifier, DoubtingNotifier))
+
+
+def _closed(w: object, how: str) -> list[int]:
+    """``os.closerange`` as a daemonizing host runs it: the gate's descriptors gone or reused.
+
+    Returns the descriptors this test opened in their place (to close afterwards).
+    """
+    notifier = w.notifier  # type: ignore[attr-defined]
+    numbers = [notifier._inotify.fd]
+    if notifier._mounts is not None:
+        numbers.append(notifier._mounts)
+    opened: list[int] = []
+    for fd in numbers:
+        os.close(fd)
+        if how == "pipe":
+            read, write = os.pipe()
+            os.dup2(read, fd)
+            opened += [fd, read, write]
+        elif how == "file":
+            other = os.open(w.platform_manifest, os.O_RDONLY)  # type: ignore[attr-defined]
+            os.dup2(other, fd)
+            opened += [fd, other]
+    return opened
+
+
+@pytest.mark.parametrize("how", ["closed", "pipe", "file"])
+def test_a_host_that_closes_inherited_descriptors_keeps_building_correctly(
+    tmp_path: Path, how: str
+) -> None:
+    """closerange: no bare OSError, no stale answer, no hang; the gate re-arms afterwards."""
+    w = make_world(tmp_path)
+    opened = _closed(w, how)
+    try:
+        in_place(w)  # a secret declared after the descriptors were lost
+        gated = run_with_watchdog(lambda: w.build(w.gated), 10.0)
+        assert gated == w.build(w.stamped)
+        assert "PCHAT_EXTRA" not in gated
+        for _ in range(3):  # re-armed on a new instance: equal, then answered by the gate
+            assert w.build(w.gated) == w.build(w.stamped)
+        assert w.gated_calls() == 0, "the gate never re-armed"
+    finally:
+        for fd in opened:
+            with contextlib.suppress(OSError):
+                os.close(fd)
