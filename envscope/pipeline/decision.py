@@ -121,9 +121,12 @@ def is_own(rule: SecretRule, key: str, value: str, layer: Layer) -> bool:
     """
     if not rule.routed:
         return False
-    if layer is Layer.SCOPE or layer is Layer.MCP_OWN:
+    if layer in _OWN_LAYERS:
         return True
     return layer is Layer.SPAWN and rule.is_own(key, value)
+
+
+_OWN_LAYERS = frozenset({Layer.SCOPE, Layer.MCP_OWN})  # a routed build's entries of these are
 
 
 def _by_name(rule: SecretRule, key: str, value: str, layer: Layer, own: bool) -> Verdict | None:
@@ -240,7 +243,14 @@ def decide(
 
 def decide_all(rule: SecretRule, entries: Sequence[tuple[str, str, Layer]]) -> list[Verdict | None]:
     """``decide`` for each entry, in order, with one search of the values for the lot."""
-    owns = [is_own(rule, key, value, layer) for key, value, layer in entries]
+    if rule.routed:  # ``is_own`` for each entry, inlined (one pass over a build's entries)
+        own_layers, spawn = _OWN_LAYERS, Layer.SPAWN
+        owns = [
+            layer in own_layers or (layer is spawn and rule.is_own(key, value))
+            for key, value, layer in entries
+        ]
+    else:
+        owns = [False] * len(entries)
     matches = rule.find_in([(key, value) for key, value, _ in entries], owns)
     return [
         None
