@@ -355,12 +355,20 @@ class LinuxNotifier:
     """One gate's notifier: the shared inotify instance, ``/proc/self/mountinfo``, ``statfs``."""
 
     def __init__(self) -> None:
-        self._inotify = _Inotify.get()
+        """Raises ``OSError`` where there is no inotify instance or no readable mount table.
+
+        A mount over a watched directory is seen through the mount table: without
+        it no answer could be trusted, so there is no gate (every home is stamped).
+        """
+        mounts = os.open("/proc/self/mountinfo", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            self._inotify = _Inotify.get()
+        except (OSError, AttributeError):
+            os.close(mounts)
+            raise
         self._queue = _Queue()
         self._inotify.subscribe(self._queue)
-        self._mounts: int | None = None
-        with contextlib.suppress(OSError):
-            self._mounts = os.open("/proc/self/mountinfo", os.O_RDONLY | os.O_CLOEXEC)
+        self._mounts: int | None = mounts
         self._mounts_identity = (
             None if self._mounts is None else self._inotify.descriptor(self._mounts)
         )

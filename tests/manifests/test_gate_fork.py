@@ -174,3 +174,21 @@ def test_a_host_that_closes_inherited_descriptors_keeps_building_correctly(
         for fd in opened:
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def test_an_unreadable_mount_table_means_no_gate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No ``/proc/self/mountinfo``: no gate (every home stamped), never a gate blind to mounts."""
+    real_open = os.open
+
+    def refusing(path: object, *args: object, **kwargs: object) -> int:
+        if path == "/proc/self/mountinfo":
+            raise PermissionError(13, "refused", path)
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", refusing)
+    assert create_gate() is None
+    assert isinstance(DoubtingNotifier().renewed(), DoubtingNotifier)
+    host = Host(tmp_path, environ={"PATH": "/usr/bin"}, catalog=Catalog.default())
+    assert host._homes.manifests()._gate is None
