@@ -393,6 +393,15 @@ class ChangeGate:
                     linked.append((cand.manifest, cand.signature))
                 if cand.signature is not None:
                     devs.setdefault(cand.signature.dev, cand.manifest)
+                elif not cand.is_symlink:  # no manifest yet: the directory's own file system
+                    dir_ident = _identity(cand.dirpath)
+                    if dir_ident is None or dir_ident == IDENTITY_UNKNOWN:
+                        gateable = False
+                    else:
+                        devs.setdefault(dir_ident[0], cand.dirpath)
+        for path, ident in links:  # a symlinked plugin directory's target's file system
+            if ident is not None and ident != IDENTITY_UNKNOWN:
+                devs.setdefault(ident[0], path)
         for path, ident in begun.roots:
             if ident is not None and ident != IDENTITY_UNKNOWN:
                 devs.setdefault(ident[0], path)
