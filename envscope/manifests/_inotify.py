@@ -403,15 +403,21 @@ class LinuxNotifier:
     def events(self) -> tuple[list[tuple[int, int]], bool]:
         """One ``poll`` for both descriptors; the inotify queue read only when it has events.
 
-        Each descriptor is checked first (``_Inotify.intact``): one closed or reused
-        raises ``NotifierLost``, never a bare ``OSError``, a stale answer or a hang.
+        The inotify descriptor's identity is checked first (``_Inotify.intact``, one
+        ``statx``); the mount table's when the poll reports on it (a closed one
+        reports ``POLLNVAL``; a change is checked for a reuse). One closed or
+        reused raises ``NotifierLost``, never a bare ``OSError``, a stale answer
+        or a hang.
         """
         inotify = self._inotify
-        if not inotify.intact() or (
-            self._mounts is not None and inotify.descriptor(self._mounts) != self._mounts_identity
-        ):
-            raise NotifierLost(errno.EBADF, "a descriptor of the change gate was lost")
+        if not inotify.intact():
+            raise NotifierLost(errno.EBADF, "the inotify descriptor was lost")
         readable, mounts = self._ready()
+        if mounts and (
+            self._fds[1].revents & select.POLLNVAL
+            or inotify.descriptor(self._fds[1].fd) != self._mounts_identity
+        ):
+            raise NotifierLost(errno.EBADF, "the mount table's descriptor was lost")
         if readable:
             self._inotify.pump()
         queue = self._queue

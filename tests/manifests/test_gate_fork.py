@@ -192,3 +192,16 @@ def test_an_unreadable_mount_table_means_no_gate(
     assert isinstance(DoubtingNotifier().renewed(), DoubtingNotifier)
     host = Host(tmp_path, environ={"PATH": "/usr/bin"}, catalog=Catalog.default())
     assert host._homes.manifests()._gate is None
+
+
+def test_a_closed_mount_table_descriptor_alone_is_a_loss(tmp_path: Path) -> None:
+    """Only the mount table's descriptor closed: POLLNVAL is a loss, not a mount change forever."""
+    w = make_world(tmp_path)
+    mounts = w.notifier._mounts
+    assert mounts is not None
+    os.close(mounts)
+    in_place(w)
+    assert w.build(w.gated) == w.build(w.stamped)
+    for _ in range(3):  # a new notifier: the gate re-arms and answers again
+        assert w.build(w.gated) == w.build(w.stamped)
+    assert w.gated_calls() == 0, "the gate never re-armed"
