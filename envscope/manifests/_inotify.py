@@ -453,11 +453,17 @@ class LinuxNotifier:
         """A new notifier after ``NotifierLost``: a new instance, no lost number touched.
 
         The shared instance is dropped when its descriptor is lost (every gate on
-        it renews on its next call); the mount table's descriptor is closed only
-        while it is still the one opened.
+        it renews on its next call); while it is intact (only the mount table's
+        descriptor was lost) this gate's queue is released on it, its watches
+        with it. The mount table's descriptor is closed only while it is still
+        the one opened.
         """
         self._finalizer.detach()
-        _Inotify.drop(self._inotify)
+        inotify = self._inotify
+        if inotify.intact():
+            inotify.graveyard.append(self._queue)  # released at the instance's next call
+        else:
+            _Inotify.drop(inotify)
         mounts = self._mounts
         if mounts is not None and self._inotify.descriptor(mounts) == self._mounts_identity:
             with contextlib.suppress(OSError):

@@ -43,6 +43,11 @@ def _in_child(work: Callable[[], bool], how: str = "os.fork") -> int | None:
         process.start()
         process.join(120)
         return process.exitcode
+    return _wait(_fork(work))
+
+
+def _fork(work: Callable[[], bool]) -> int:
+    """Fork; the child runs ``work()`` and exits 0 when it returned True. The child's pid."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child's coverage is not collected
         code = 1
@@ -50,6 +55,11 @@ def _in_child(work: Callable[[], bool], how: str = "os.fork") -> int | None:
             code = 0 if work() else 3
         finally:
             os._exit(code)
+    return pid
+
+
+def _wait(pid: int) -> int:
+    """A forked child's exit status."""
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status)
 
@@ -106,20 +116,13 @@ def test_the_childs_gate_answers_for_itself(tmp_path: Path) -> None:
         os.read(read, 1)  # the parent changed the manifest and built (it read the events)
         return w.build(w.gated) == w.build(w.stamped) and "PCHAT_EXTRA" not in w.build(w.gated)
 
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child's coverage is not collected
-        code = 1
-        try:
-            code = 0 if work() else 3
-        finally:
-            os._exit(code)
+    pid = _fork(work)
     os.close(read)
     in_place(w)
     assert "PCHAT_EXTRA" not in w.build(w.gated)
     os.write(write, b"x")
     os.close(write)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert _wait(pid) == 0
 
 
 def test_a_gate_with_no_notifier_of_its_own_stamps_every_build(tmp_path: Path) -> None:
@@ -199,9 +202,12 @@ def test_a_closed_mount_table_descriptor_alone_is_a_loss(tmp_path: Path) -> None
     w = make_world(tmp_path)
     mounts = w.notifier._mounts
     assert mounts is not None
+    old_queue = w.notifier._queue
+    assert old_queue.watches
     os.close(mounts)
     in_place(w)
     assert w.build(w.gated) == w.build(w.stamped)
     for _ in range(3):  # a new notifier: the gate re-arms and answers again
         assert w.build(w.gated) == w.build(w.stamped)
     assert w.gated_calls() == 0, "the gate never re-armed"
+    assert not old_queue.watches, "the lost notifier's watches were never released"
