@@ -321,12 +321,15 @@ def parent_env(request: BuildRequest) -> dict[str, str]:
     """The env a child's build starts from: the base after stages 1-3 (no trace, no stage 4).
 
     Under routing: the launch residue stripped, the routed scope and the
-    managed keys applied; else the base itself. What ``${NAME}`` in an MCP
-    server's env block resolves against (never a launch profile's value).
+    managed keys applied; else the base with the managed keys applied (as a
+    build lays them). What ``${NAME}`` in an MCP server's env block resolves
+    against (never a launch profile's value, never a managed key's other value).
     """
     entries = stages.to_entries(request.snapshot, fold=request.options.fold)
     if request.routed:
         entries = _routed_stages(request, entries, NULL_TRACE)
+    elif request.managed:
+        entries = _managed_stage(request, entries, NULL_TRACE)
     return stages.from_entries(entries)
 
 

@@ -127,3 +127,23 @@ def test_a_managed_value_the_host_changed_after_the_load_is_restored(
     environ[spelling] = TWIN
     env = host.build_subprocess_env(surface=surface)
     assert {k: v for k, v in env.items() if k.upper() == "HTTP_PROXY"} == {"HTTP_PROXY": MANAGED}
+
+
+@pytest.mark.parametrize("spelling", ["HTTP_PROXY", "http_proxy"])
+@pytest.mark.parametrize("routed", [False, True], ids=["launch", "routed"])
+def test_what_a_reference_resolves_against_holds_the_pin_too(
+    make_host: HostFactory, homes: dict[str, Path], spelling: str, routed: bool
+) -> None:
+    """``parent_env()`` (what an MCP ``${HTTP_PROXY}`` reads) agrees with the build's pin."""
+    managed = homes["root"] / "managed.env"
+    managed.write_text(f"HTTP_PROXY={MANAGED}\n")
+    environ = {"PATH": "/usr/bin"}
+    host = make_host(environ, managed_env_file=managed)
+    host.load_launch_env()
+    environ[spelling] = TWIN  # the host's own value, set after the load
+    parent = host.parent_env() if not routed else None
+    if routed:
+        with host.routed(homes["B"]):
+            parent = host.parent_env()
+    assert parent is not None
+    assert {k: v for k, v in parent.items() if k.upper() == "HTTP_PROXY"} == {"HTTP_PROXY": MANAGED}
