@@ -132,7 +132,7 @@ def test_a_gate_with_no_notifier_of_its_own_stamps_every_build(tmp_path: Path) -
     begun = gate.begin("home", (root,), ())
     assert begun.failed
     assert not gate.unchanged("home")
-    assert isinstance(DoubtingNotifier().forked(), (LinuxNotifier, DoubtingNotifier))
+    assert isinstance(DoubtingNotifier().forked(), LinuxNotifier)  # an instance can be made here
 
 
 def _closed(w: object, how: str) -> list[int]:
