@@ -7,9 +7,10 @@ sure; any doubt sends the check to the stamp (a full probe), never to
 event arrived for any directory it watches since. On every check of a clean
 home the gate also
 
-- drains the inotify queue and polls ``/proc/self/mountinfo`` (one ``poll``
-  for both): a mount table change or a queue overflow (``IN_Q_OVERFLOW``) makes
-  every home dirty;
+- drains the inotify queue and polls the mount table (one ``poll`` for both):
+  a mount table change or a queue overflow (``IN_Q_OVERFLOW``) makes every home
+  dirty, and another mount namespace (``unshare``, ``setns``) makes the gate
+  forget every home and take a notifier on the new namespace's table;
 - re-stats each root's ``(dev, ino)`` (a root or the home replaced by a copy,
   a root created or removed) and each symlinked plugin directory's target,
   through the notifier's ``statx``, which keeps the GIL (a clean home's file

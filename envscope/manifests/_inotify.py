@@ -2,8 +2,10 @@
 
 ``LinuxNotifier`` is one gate's view of the process's one inotify instance
 (``_Inotify``, shared by every gate: inotify instances are a small per-user
-limit), of ``/proc/self/mountinfo`` (polled, with the inotify descriptor, in
-one ``poll``), of ``statfs`` and of ``statx`` (a clean home's root re-stats,
+limit), of the calling thread's mount table (``/proc/thread-self/mountinfo``,
+polled with the inotify descriptor in one ``poll``) and mount namespace (read
+once per poll: ``unshare`` and ``setns`` change it with no change in the table
+polled), of ``statfs`` and of ``statx`` (a clean home's root re-stats,
 keeping the GIL). ``Notifier`` is the seam the failure-mode tests inject faults
 through (an overflow, the watch limit, a mount change, a file system type, a
 failed re-stat). Only the gates holding a watch hear of its events; a gate's queue
@@ -146,6 +148,10 @@ class _PollFd(ctypes.Structure):
 
 _POLL_ARRAYS = {1: _PollFd * 1, 2: _PollFd * 2}  # made once: an array type costs ~20 µs
 _StatxBuffer = ctypes.c_char * _STATX_SIZE
+_LinkBuffer = ctypes.c_char * 64  # "mnt:[4026531840]": the namespace's link, 16 bytes today
+_LINK_ROOM = ctypes.c_size_t(63)  # a NUL always ends what readlink(2) wrote
+_NAMESPACE = b"/proc/thread-self/ns/mnt"
+_MOUNT_TABLE = "/proc/thread-self/mountinfo"
 
 
 class _StatFs(ctypes.Structure):
@@ -196,6 +202,11 @@ class _Inotify:
             ctypes.c_void_p,
         )
         self.statx.restype = ctypes.c_int
+        # readlink(2) keeping the GIL: the calling thread's mount namespace, once per poll.
+        # No argtypes (their conversion is a fifth of the call): every argument is passed
+        # as its exact C type (bytes, a char array, ``_LINK_ROOM``).
+        self.readlink = ctypes.PyDLL(None, use_errno=True).readlink
+        self.readlink.restype = ctypes.c_ssize_t
         if self.identity("/") in (None, IDENTITY_UNKNOWN):  # a seccomp filter, ENOSYS
             raise OSError(errno.ENOSYS, "statx(2) does not answer here: no change gate")
         fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
@@ -257,6 +268,19 @@ class _Inotify:
         if not mask & STATX_INO:
             return IDENTITY_UNKNOWN
         return (os.makedev(major, minor), ino)
+
+    def namespace(self) -> bytes | None:
+        """The calling thread's mount namespace (``mnt:[inode]``); None when it cannot be read.
+
+        A ``readlink`` keeping the GIL (about 1.3 µs): paths resolve in the
+        calling thread's namespace, and ``unshare(CLONE_NEWNS)`` or ``setns`` changes
+        it without a change in the mount table the notifier polls.
+        """
+        buf = _LinkBuffer()  # one per call: another thread may run before it is read
+        if self.readlink(_NAMESPACE, buf, _LINK_ROOM) <= 0:
+            return None
+        link: bytes = buf.value
+        return link
 
     def descriptor(self, fd: int) -> tuple[int, int, int] | None:
         """``(mode, dev, ino)`` of an open descriptor (``statx``, keeping the GIL), or None."""
@@ -352,20 +376,22 @@ class _Queue:
 
 
 class LinuxNotifier:
-    """One gate's notifier: the shared inotify instance, ``/proc/self/mountinfo``, ``statfs``."""
+    """One gate's notifier: the shared inotify instance, mount table and namespace, ``statfs``."""
 
     def __init__(self) -> None:
-        """Raises ``OSError`` where there is no inotify instance or no readable mount table.
+        """Raises ``OSError`` where there is no inotify instance, namespace or mount table.
 
-        A mount over a watched directory is seen through the mount table: without
-        it no answer could be trusted, so there is no gate (every home is stamped).
+        A mount over a watched directory is seen through the mount table of the
+        calling thread's mount namespace, and a change of that namespace through
+        ``namespace()``: without either no answer could be trusted, so there is
+        no gate (every home is stamped).
         """
-        mounts = os.open("/proc/self/mountinfo", os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            self._inotify = _Inotify.get()
-        except (OSError, AttributeError):
-            os.close(mounts)
-            raise
+        self._inotify = _Inotify.get()  # OSError, AttributeError: no gate
+        # the namespace first: one changed before the table is opened is a change seen
+        self._namespace = self._inotify.namespace()
+        if self._namespace is None:
+            raise OSError(errno.ENOENT, "no readable mount namespace", _NAMESPACE.decode())
+        mounts = os.open(_MOUNT_TABLE, os.O_RDONLY | os.O_CLOEXEC)
         self._queue = _Queue()
         self._inotify.subscribe(self._queue)
         self._mounts: int | None = mounts
@@ -404,14 +430,17 @@ class LinuxNotifier:
         """One ``poll`` for both descriptors; the inotify queue read only when it has events.
 
         The inotify descriptor's identity is checked first (``_Inotify.intact``, one
-        ``statx``); the mount table's when the poll reports on it (a closed one
-        reports ``POLLNVAL``; a change is checked for a reuse). One closed or
-        reused raises ``NotifierLost``, never a bare ``OSError``, a stale answer
-        or a hang.
+        ``statx``), then the calling thread's mount namespace (``namespace``: another
+        one is a loss, the renewed notifier polls its table); the mount table's
+        when the poll reports on it (a closed one reports ``POLLNVAL``; a change is
+        checked for a reuse). Any of these raises ``NotifierLost``, never a bare
+        ``OSError``, a stale answer or a hang.
         """
         inotify = self._inotify
         if not inotify.intact():
             raise NotifierLost(errno.EBADF, "the inotify descriptor was lost")
+        if inotify.namespace() != self._namespace:  # unshare, setns: another mount table
+            raise NotifierLost(errno.ESTALE, "the mount namespace changed")
         readable, mounts = self._ready()
         if mounts and (
             self._fds[1].revents & select.POLLNVAL
