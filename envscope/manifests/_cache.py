@@ -23,16 +23,20 @@ secret-suffixed names under a failing plugin's prefix, also on the first scan.
 An unlistable root names no plugin: the scan denies the empty prefix (every
 secret-suffixed name of the home) while it lasts.
 
-Retention does not depend on the LRU. Besides the bounded LRU of results, the
-cache keeps a *retention record*: per home identity, the *names* of its latest
-result (declared secrets, plugin prefixes, deny prefixes) and its generation,
-for every home whose latest result declared anything; no origin, no file path.
-An evicted home's next scan starts from that record (each name declared as
+Retention outlives the LRU of results. Besides that LRU, the cache keeps a
+*retention record*: per home identity, the *names* of its latest result
+(declared secrets, plugin prefixes, deny prefixes) and its generation, for a
+home whose latest result declared anything; no origin, no file path. An
+evicted home's next scan starts from that record (each name declared as
 "retained from an earlier scan"), so a broken edit after eviction still
-denies every name the good version declared. The record is bounded by what
-plugins declared (a home whose complete scan declares nothing has no record; a
-deleted plugin's names leave it with the complete scan that released them).
-``clear()`` is its reset seam.
+denies every name the good version declared. The record is an LRU of its own,
+``RETAINED_PER_HOME`` times as many homes as the results (4,096 at the
+default 256: names only, about half a KiB each), so memory stays bounded
+however many homes a host touches; a home beyond it is scanned exactly like a
+first scan, which fails closed by itself (a failing plugin's prefix denies its
+secret-suffixed names). A home whose complete scan declares nothing has no
+record; a deleted plugin's names leave it with the complete scan that released
+them. ``clear()`` is its reset seam.
 
 ``generation`` comes from one counter per cache, so it grows with every new
 result of a home (also across eviction); a rescan that finds exactly the same
@@ -85,12 +89,15 @@ from envscope.policy._declarations import (
     Tier,
 )
 
-__all__ = ["MAX_REREADS", "ManifestCache", "UnreadablePlatformMode"]
+__all__ = ["MAX_REREADS", "RETAINED_PER_HOME", "ManifestCache", "UnreadablePlatformMode"]
 
 UnreadablePlatformMode = Literal["raise", "deny"]
 
 MAX_REREADS = 3
 """How often one check probes and reads again after a manifest changed under its read."""
+
+RETAINED_PER_HOME = 16
+"""The retention record keeps this many times ``maxsize`` homes' names (an LRU of its own)."""
 
 
 @dataclass(slots=True)
@@ -205,7 +212,7 @@ class ManifestCache:
         self._entries: LRUCache[str, _Entry] = LRUCache(maxsize)
         # Retention, apart from the LRU: home identity -> its latest declarations, for
         # every home whose latest result declared anything (see the module docstring).
-        self._retained: dict[str, _Retained] = {}
+        self._retained: LRUCache[str, _Retained] = LRUCache(maxsize * RETAINED_PER_HOME)
         self._flights: dict[str, _Flight] = {}
         # The latest probe of each root every home shares (the bundled root): a home's
         # probe reuses its objects, so all homes hold one copy and compare by identity.
@@ -243,7 +250,7 @@ class ManifestCache:
         """
         with self._lock:
             self._entries.clear()
-            self._retained = {}
+            self._retained.clear()
             self._shared = {}
             self._parsed = {}
 

@@ -77,7 +77,15 @@ from envscope.manifests._probe import (
     probe,
 )
 from envscope.manifests._schema import MAX_MANIFEST_BYTES, parse_manifest
-from envscope.policy._declarations import Declaration, Origin, OriginKind, Problem, Tier, norm
+from envscope.policy._declarations import (
+    EMPTY_MAPPING,
+    Declaration,
+    Origin,
+    OriginKind,
+    Problem,
+    Tier,
+    norm,
+)
 from envscope.policy._declarations import plugin_prefix as _plugin_prefix
 
 __all__ = [
@@ -292,10 +300,10 @@ def scan(
     return ScanResult(
         secrets=MappingProxyType(b.secrets),
         plugin_prefixes=frozenset(b.plugin_prefixes),
-        deny_prefixes=MappingProxyType(b.deny),
+        deny_prefixes=MappingProxyType(b.deny) if b.deny else EMPTY_MAPPING,  # one empty for all
         problems=tuple(b.problems),
         fatal=tuple(b.fatal),
         racy=found.racy,
         changed=tuple(b.changed),
-        ignored=MappingProxyType(b.ignored),
+        ignored=MappingProxyType(b.ignored) if b.ignored else EMPTY_MAPPING,
     )

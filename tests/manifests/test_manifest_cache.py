@@ -14,7 +14,7 @@ from typing import Any, Literal
 import pytest
 
 from envscope.errors import ConfigurationError, ManifestError
-from envscope.manifests._cache import ManifestCache
+from envscope.manifests._cache import RETAINED_PER_HOME, ManifestCache
 from envscope.policy._declarations import HomeDeclarations, OriginKind
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 from tests._privdrop import give_to_nobody, nobody_tree, run_as_nobody
@@ -549,6 +549,32 @@ def test_retention_survives_eviction(
     assert prefix in broken.deny_prefixes
     repair()
     assert set(check(a).secrets) == HOME_NAMES
+
+
+@pytest.mark.parametrize(("fail", "where", "prefix"), FAILURE_ARGS, ids=FAILURE_IDS)
+def test_a_home_past_the_retention_bound_fails_closed_exactly_like_a_first_scan(
+    tmp_path: Path, fs: InstrumentedFileSystem, fail: Failure, where: str, prefix: str | None
+) -> None:
+    """The record is an LRU: a home pushed out of it is rescanned as if never seen, still closed."""
+    bound = RETAINED_PER_HOME  # maxsize 1
+    homes = []
+    for i in range(bound + 1):
+        shutil.copytree(FIXTURE / "home", tmp_path / f"h{i}", symlinks=True)
+        homes.append(Path(os.path.realpath(tmp_path / f"h{i}")))
+    a = homes[0]
+    cache = ManifestCache(bundled_root=None, fs=fs, maxsize=1)
+    for home in homes:  # a first: the others push it out of the results, then of the record
+        assert set(cache.declarations(str(home), str(home)).secrets) == HOME_NAMES
+    assert cache.retained_homes == bound
+    fail(a, fs)
+    evicted = cache.declarations(str(a), str(a), on_unreadable_platform="deny")
+    first = ManifestCache(bundled_root=None, fs=fs, maxsize=1).declarations(
+        str(a), str(a), on_unreadable_platform="deny"
+    )
+    assert evicted.replace(generation=0) == first.replace(generation=0)
+    assert evicted.complete is False
+    assert str(a / where) in {p.path for p in evicted.problems}
+    assert prefix in evicted.deny_prefixes  # a first scan fails closed by itself
 
 
 def test_retention_record_is_bounded_by_what_plugins_declared(
