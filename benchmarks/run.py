@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from benchmarks.cold_start import cold_start_figures
 from benchmarks.figures import (
     cold_figures,
     import_figures,
@@ -163,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         figures += memory_figures(catalog, w1, w2)
         step(f"RSS of a host touching {10_000 if not cfg.quick else 1_000:,} homes (a child)")
         figures.append(rss_figure(10_000 if not cfg.quick else 1_000, args.tmp))
+        step("cold starts (children)")
+        figures += cold_start_figures(cfg, w1, w2)
         step("runtime guard")
         figures.append(guard_figure(cfg.quick))
         step("removing the workloads")
