@@ -63,6 +63,7 @@ from types import MappingProxyType
 from envscope.errors import ManifestError
 from envscope.files._fs import FileSystem
 from envscope.manifests._counting import counting
+from envscope.manifests._parse_memo import parsed_manifest
 from envscope.manifests._probe import (
     MANIFEST_NAMES,
     RACY_WINDOW_NS,
@@ -76,7 +77,7 @@ from envscope.manifests._probe import (
     home_roots,
     probe,
 )
-from envscope.manifests._schema import MAX_MANIFEST_BYTES, parse_manifest
+from envscope.manifests._schema import MAX_MANIFEST_BYTES
 from envscope.policy._declarations import (
     EMPTY_MAPPING,
     Declaration,
@@ -230,7 +231,7 @@ class _Builder:
             fail(message, moved=True)
             return None
         try:
-            manifest = parse_manifest(data, cand.manifest)
+            manifest = parsed_manifest(data, cand.manifest)
         except ManifestError as exc:
             fail(exc.message, line=exc.line, fld=exc.field)
             return None
