@@ -272,6 +272,22 @@ def root_replaced(w: World) -> None:
     os.rename(copy, platforms)
 
 
+def root_removed(w: World) -> None:
+    shutil.rmtree(w.home / "plugins" / "platforms")
+
+
+def root_created(w: World) -> None:
+    """The platforms root removed and the gate re-armed without it; then created anew."""
+    platforms = w.home / "plugins" / "platforms"
+    saved = w.root / "platforms-saved"
+    os.rename(platforms, saved)
+    for _ in range(2):
+        assert w.build(w.gated) == w.build(w.stamped)
+    assert w.gated_calls() == 0, "re-armed without the root"
+    _rewrite(saved / "pchat" / "plugin.yaml", manifest("PCHAT", extra=True))
+    os.rename(saved, platforms)
+
+
 def mount_changed(w: World) -> None:
     """A mount over a plugin dir changes /proc/self/mountinfo (injected), then an edit."""
     w.notifier.mount_changed = True
@@ -317,6 +333,8 @@ ROWS: dict[str, Row] = {
     "hard-linked manifest written outside": Row(hard_link_written_outside),
     "home renamed away, a copy moved in": Row(home_swapped),
     "a root replaced": Row(root_replaced),
+    "a root removed": Row(root_removed),
+    "a root created": Row(root_created),
     "mount table changed": Row(mount_changed),
     "queue overflow": Row(queue_overflow),
     "write through mmap (periodic stamp)": Row(mmap_write),

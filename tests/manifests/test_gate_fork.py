@@ -85,6 +85,8 @@ def test_a_forked_child_never_takes_the_parents_events(
 
     def work() -> bool:
         if child_work == "inherited host":
+            if w.gated_calls() == 0:  # the child forgot the parent's homes: the stamp answers
+                return False
             for _ in range(3):
                 w.build(w.gated)
             return True
@@ -102,6 +104,7 @@ def test_a_forked_child_never_takes_the_parents_events(
 
     assert _in_child(work, how) == 0
     assert watches <= _kernel_watches(fd)  # the child removed none of the parent's
+    assert w.gated_calls() > 0, "the parent's gate answered: the child took its event"
     assert w.build(w.gated) == w.build(w.stamped)
     assert "PCHAT_EXTRA" not in w.build(w.gated)
 
@@ -167,7 +170,9 @@ def test_a_host_that_closes_inherited_descriptors_keeps_building_correctly(
     opened = _closed(w, how)
     try:
         in_place(w)  # a secret declared after the descriptors were lost
+        w.gated_fs.reset_counts()
         gated = run_with_watchdog(lambda: w.build(w.gated), 10.0)
+        assert sum(w.gated_fs.calls.values()) > 0, "the gate answered after a loss"
         assert gated == w.build(w.stamped)
         assert "PCHAT_EXTRA" not in gated
         for _ in range(3):  # re-armed on a new instance: equal, then answered by the gate
@@ -206,6 +211,7 @@ def test_a_closed_mount_table_descriptor_alone_is_a_loss(tmp_path: Path) -> None
     assert old_queue.watches
     os.close(mounts)
     in_place(w)
+    assert w.gated_calls() > 0, "the gate answered after its mount table was lost"
     assert w.build(w.gated) == w.build(w.stamped)
     for _ in range(3):  # a new notifier: the gate re-arms and answers again
         assert w.build(w.gated) == w.build(w.stamped)
