@@ -10,8 +10,9 @@ Each side runs in fresh child processes, so no earlier figure's caches count:
   / a spawn of ``/bin/true`` timed in the same child; goal ≤ 3×; the
   process's very first ``Host`` (the first use of the manifest modules, every
   manifest parsed) beside it;
-- **the first build for a home on a started host** (W1 and W2): a home the
-  host never built, against the hermes model's first spawn for it; goal ≤ 1×;
+- **the first build for a home on a started host** (W1, W2 and M1000, W1
+  with 1,000 manifests per home): a home the host never built, against the
+  hermes model's first spawn for it; goal ≤ 1×;
 - **a new process** (info): import, the default catalog, the host and its
   first routed build, against the hermes model's cold spawn (importing
   python-dotenv and PyYAML, its launch and bundled manifests, its first
@@ -227,8 +228,10 @@ def _run_child(kind: str, workload: Path, env: dict[str, str] | None = None) -> 
     return found
 
 
-def cold_start_figures(cfg: Config, w1: Workload, w2: Workload) -> list[Figure]:
-    """The new-Host, first-build-per-home (W1, W2) and new-process figures."""
+def cold_start_figures(
+    cfg: Config, w1: Workload, w2: Workload, m1000: Workload | None = None
+) -> list[Figure]:
+    """The new-Host, first-build-per-home (W1, W2, M1000) and new-process figures."""
     from benchmarks.measure import Figure
 
     reps = 3 if cfg.quick else 7
@@ -237,6 +240,7 @@ def cold_start_figures(cfg: Config, w1: Workload, w2: Workload) -> list[Figure]:
         f1, f2 = _workload_file(w1, where), _workload_file(w2, where)
         started1 = [_run_child("started", f1) for _ in range(reps)]
         started2 = [_run_child("started", f2) for _ in range(2 if cfg.quick else 3)]
+        started3 = [] if m1000 is None else [_run_child("started", _workload_file(m1000, where))]
         env = {**os.environ, "BENCH_BLOCKLIST": json.dumps(sorted(_blocklist()))}
         cold, model = [], []
         for _ in range(reps):  # alternating: the machine's state is shared
@@ -269,7 +273,9 @@ def cold_start_figures(cfg: Config, w1: Workload, w2: Workload) -> list[Figure]:
             detail={"first_host_ms": med(started1, "first_host_ns") / 1e6},
         ),
     ]
-    for name, runs in (("W1", started1), ("W2", started2)):
+    for name, runs in (("W1", started1), ("W2", started2), ("M1000", started3)):
+        if not runs:
+            continue
         ratio = med(runs, "first_build_ns") / med(runs, "model_first_ns")
         figures.append(
             Figure(

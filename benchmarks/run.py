@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         step(f"RSS of a host touching {10_000 if not cfg.quick else 1_000:,} homes (a child)")
         figures.append(rss_figure(10_000 if not cfg.quick else 1_000, args.tmp))
         step("cold starts (children)")
-        figures += cold_start_figures(cfg, w1, w2)
+        figures += cold_start_figures(cfg, w1, w2, m1000)
         step("runtime guard")
         figures.append(guard_figure(cfg.quick))
         step("removing the workloads")
