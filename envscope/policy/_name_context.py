@@ -1,0 +1,230 @@
+"""Name context: an undeclared variable whose name says credential and whose value looks like one.
+
+Inside an environment the variable's name is sharper context than any text
+window around a value: ``ACME_API_TOKEN=<40 random characters>`` is a
+credential nobody declared. ``name_context(name, value)`` answers with the
+name's credential tokens when both halves hold, else None:
+
+- **the name.** It is split into tokens at ``_``, ``-`` and ``.``. A token is a
+  credential word when it is one of ``TOKEN SECRET PASSWORD PASSWD PASSPHRASE
+  APIKEY CREDENTIALS CREDENTIAL`` or ends in one (``AUTHTOKEN``, ``APITOKEN``,
+  ``CLIENTSECRET``), or is exactly ``PWD PASS AUTH PAT SALT``; ``KEY`` counts
+  only after a qualifier (``API SECRET ACCESS PRIVATE SIGNING CLIENT
+  ENCRYPTION MASTER SESSION SERVICE ACCOUNT AUTH HMAC JWT WEBHOOK SHARED
+  APP``), as its own token or joined (``SECRETKEY``). Vetoes: a ``PUBLIC``,
+  ``PUBLISHABLE`` or ``PUB`` token anywhere, a last token that names where or
+  what rather than the secret (``FILE PATH DIR URL ID NAME HOST PORT USER …``,
+  ``VETO_LAST``), and the shell's own ``PWD``/``OLDPWD``.
+- **the value** (``looks_secret``). At least 8 characters after trimming,
+  one line, no whitespace, and not a number, a boolean, a placeholder
+  (``changeme``, ``<PASSWORD>``, ``${VAR}``, ``xxxx``, ``…EXAMPLE``), a path,
+  a URL, a host name or an e-mail address. A password word (``PASSWORD
+  PASSWD PWD PASSPHRASE PASS``) asks nothing more: a human password is one.
+  Any other word asks for a random-looking value: 16 characters or more, a
+  letter and a digit, and at least 3 bits of Shannon entropy per character
+  (a random hex or base64 key has 3.5 to 6).
+
+Pure functions of their arguments; the decision that strips a match lives in
+``envscope.pipeline.decision``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+__all__ = [
+    "KEY_QUALIFIERS",
+    "PASSWORD_WORDS",
+    "VETO_LAST",
+    "NameContext",
+    "credential_tokens",
+    "looks_secret",
+    "name_context",
+]
+
+CREDENTIAL_SUFFIX_WORDS = (
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "PASSPHRASE",
+    "APIKEY",
+    "CREDENTIALS",
+    "CREDENTIAL",
+)
+"""Words that make a token a credential word alone or at its end (``AUTHTOKEN``)."""
+
+EXACT_WORDS = frozenset({"PWD", "PASS", "AUTH", "PAT", "SALT"})
+"""Short words that count only as a whole token (``COMPASS``, ``OAUTH`` and ``PATH`` do not)."""
+
+PASSWORD_WORDS = frozenset({"PASSWORD", "PASSWD", "PWD", "PASSPHRASE", "PASS"})
+"""Words whose value needs no randomness: a human password is a password."""
+_PASSWORD_ENDS = ("PASSWORD", "PASSWD", "PASSPHRASE")  # joined: ``DBPASSWORD``, ``GPGPASSPHRASE``
+
+KEY_QUALIFIERS = frozenset(
+    {
+        "API",
+        "SECRET",
+        "ACCESS",
+        "PRIVATE",
+        "SIGNING",
+        "CLIENT",
+        "ENCRYPTION",
+        "MASTER",
+        "SESSION",
+        "SERVICE",
+        "ACCOUNT",
+        "AUTH",
+        "HMAC",
+        "JWT",
+        "WEBHOOK",
+        "SHARED",
+        "APP",
+    }
+)
+"""The tokens after which ``KEY`` is a credential word (a ``CACHE_KEY`` or ``SORT_KEY`` is not)."""
+
+VETO_ANY = frozenset({"PUBLIC", "PUBLISHABLE", "PUB"})
+VETO_LAST = frozenset(
+    {
+        "FILE",
+        "FILES",
+        "PATH",
+        "DIR",
+        "URL",
+        "URI",
+        "ID",
+        "NAME",
+        "HOST",
+        "PORT",
+        "USER",
+        "USERNAME",
+        "SOCK",
+        "SOCKET",
+        "ENDPOINT",
+        "REGION",
+        "TYPE",
+        "MODE",
+        "ENABLED",
+        "DISABLED",
+        "TTL",
+        "TIMEOUT",
+        "EXPIRY",
+        "EXPIRES",
+        "LENGTH",
+        "SIZE",
+        "COUNT",
+        "HEADER",
+        "PREFIX",
+        "ALGORITHM",
+        "VERSION",
+        "FORMAT",
+        "LOCATION",
+        "SCOPE",
+        "SCOPES",
+        "AUDIENCE",
+        "ISSUER",
+    }
+)
+"""A last token that names where a secret is or what it is like, not the secret itself."""
+
+VETO_NAMES = frozenset({"PWD", "OLDPWD"})  # the shell's working directories
+
+_SPLIT = re.compile(r"[_.\-]+")
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+_BOOLEAN = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null", "nil"})
+_PLACEHOLDER = re.compile(
+    r"(?i)^(<[^>]*>|\$\{[^}]*\}|\$[A-Z_][A-Z0-9_]*|\{\{?[^}]*\}\}?|%[^%]*%|\[[^\]]*\]"
+    r"|(?P<run>x|\*|\.|#|-|_|0)(?P=run){5,}"
+    r"|(change[-_ ]?me|your[-_].*|my[-_].*|replace[-_]?me|example|dummy|redacted|placeholder"
+    r"|secret|password|passw0rd|token|test|testing|sample|todo|tbd|fixme)"
+    r")$"
+)
+_EXAMPLE_TAIL = re.compile(r"(?i)example$")
+_PATH = re.compile(r"^(/|~|\.{1,2}/|[A-Za-z]:[\\/]|\\\\)")
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+_HOSTNAME = re.compile(r"^(?i:[a-z0-9-]+(\.[a-z0-9-]+)+)(:\d+)?$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$")
+_MIN_LENGTH = 8
+_RANDOM_LENGTH = 16
+_RANDOM_BITS = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class NameContext:
+    """A name-context match: the name's credential tokens (never any of the value)."""
+
+    tokens: tuple[str, ...]
+
+    @property
+    def note(self) -> str:
+        """The trace's words: which tokens of the name made it a credential name."""
+        return f"name-context: {' '.join(self.tokens)}"
+
+
+def _credential_word(token: str, previous: str | None) -> bool:
+    if token in EXACT_WORDS or token.endswith(CREDENTIAL_SUFFIX_WORDS):
+        return True
+    if token == "KEY":
+        return previous in KEY_QUALIFIERS
+    return token.endswith("KEY") and token[:-3] in KEY_QUALIFIERS
+
+
+def credential_tokens(name: str) -> tuple[str, ...]:
+    """The tokens of ``name`` that make it a credential name; () when none or vetoed."""
+    upper = name.strip().upper()
+    if upper in VETO_NAMES:
+        return ()
+    tokens = [t for t in _SPLIT.split(upper) if t]
+    if not tokens or tokens[-1] in VETO_LAST or any(t in VETO_ANY for t in tokens):
+        return ()
+    found = []
+    for i, token in enumerate(tokens):
+        previous = tokens[i - 1] if i else None
+        if _credential_word(token, previous):
+            found.append(f"{previous}_{token}" if token == "KEY" else token)
+    return tuple(found)
+
+
+def _bits_per_char(value: str) -> float:
+    counts = Counter(value)
+    size = len(value)
+    return -sum(n / size * math.log2(n / size) for n in counts.values())
+
+
+def looks_secret(value: str, *, password: bool = False) -> bool:
+    """True when ``value`` could be a credential (``password``: a human password will do).
+
+    Never a number, boolean, placeholder, path, URL, host name or e-mail
+    address, nor anything shorter than 8 characters or holding whitespace.
+    """
+    text = value.strip()
+    if len(text) < _MIN_LENGTH or any(c.isspace() for c in text):
+        return False
+    lowered = text.lower()
+    if lowered in _BOOLEAN or _NUMBER.fullmatch(text) or _PLACEHOLDER.match(text):
+        return False
+    if _EXAMPLE_TAIL.search(text) or _PATH.match(text) or _URL.match(text):
+        return False
+    if _HOSTNAME.match(text) or _EMAIL.match(text):
+        return False
+    if password:
+        return True
+    return (
+        len(text) >= _RANDOM_LENGTH
+        and any(c.isdigit() for c in text)
+        and any(c.isalpha() for c in text)
+        and _bits_per_char(text) >= _RANDOM_BITS
+    )
+
+
+def name_context(name: str, value: str) -> NameContext | None:
+    """The match when ``name`` is a credential name and ``value`` looks like a credential."""
+    tokens = credential_tokens(name)
+    if not tokens:
+        return None
+    password = any(t in PASSWORD_WORDS or t.endswith(_PASSWORD_ENDS) for t in tokens)
+    return NameContext(tokens) if looks_secret(value, password=password) else None
