@@ -44,6 +44,7 @@ def host_options(
     refuse_redirecting: bool,
     mcp_families: Iterable[str],
     drop_refused_extra: bool = False,
+    name_context: bool = False,
 ) -> HostOptions:
     """The ``Host`` keywords checked into one record (see ``Host`` for each one)."""
     _check_seams(catalog, fs)
@@ -56,6 +57,7 @@ def host_options(
         "mcp_network_trust": mcp_network_trust,
         "refuse_redirecting": refuse_redirecting,
         "drop_refused_extra": drop_refused_extra,
+        "name_context": name_context,
     }
     flags |= {"windows": windows} if windows is not None else {}
     flags |= {"change_notification": change_notification} if change_notification is not None else {}
@@ -90,6 +92,7 @@ def host_options(
         mcp_network_trust=mcp_network_trust,
         refuse_redirecting=refuse_redirecting,
         drop_refused_extra=drop_refused_extra,
+        name_context=name_context,
     )
 
 

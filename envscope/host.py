@@ -96,6 +96,7 @@ class Host:
         refuse_redirecting: bool = False,
         mcp_families: Iterable[str] = (),
         drop_refused_extra: bool = False,
+        name_context: bool = False,
     ) -> None:
         self.launch_home = home_identity(launch_home)
         check_flags({"multiplex": multiplex})
@@ -123,6 +124,7 @@ class Host:
             refuse_redirecting=refuse_redirecting,
             mcp_families=mcp_families,
             drop_refused_extra=drop_refused_extra,
+            name_context=name_context,
         )
         self._catalog = catalog
         self._environ: MutableMapping[str, str] = os.environ if environ is None else environ

@@ -15,6 +15,7 @@ change_notification: true        # Linux: inotify in front of the manifest stamp
 mcp_families: [desktop, ssh-agent]  # capabilities MCP children get: DISPLAY…, SSH_AUTH_SOCK
 refuse_redirecting: false        # true: extra/scopes may not set PATH, HOME, indexes, proxies…
 drop_refused_extra: false        # true: a declared name in extra is dropped (traced), not an error
+name_context: false              # true: an undeclared credential name + value is a credential
 surfaces:
   script: {inherit: core, include: ["CI_*"], exclude: ["*_DEBUG"], set: {PAGER: cat}}
   terminal: {default_excludes: true}  # Codex's *KEY* *SECRET* *TOKEN* excludes
@@ -84,6 +85,7 @@ class HostConfig:
     mcp_families: tuple[str, ...] = ()
     refuse_redirecting: bool = False
     drop_refused_extra: bool = False
+    name_context: bool = False
 
     def resolve_home(self, name_or_path: str | None) -> str:
         """A home named in ``homes`` (or ``launch``), else an existing directory.
@@ -138,6 +140,7 @@ class HostConfig:
             mcp_families=self.mcp_families,
             refuse_redirecting=self.refuse_redirecting,
             drop_refused_extra=self.drop_refused_extra,
+            name_context=self.name_context,
         )
 
 
@@ -216,6 +219,7 @@ def _model() -> type[pydantic.BaseModel]:
         mcp_families: list[Literal["desktop", "ssh-agent"]] = Field(default_factory=list)
         refuse_redirecting: bool = False
         drop_refused_extra: bool = False
+        name_context: bool = False
 
     return ConfigDoc
 
@@ -313,6 +317,7 @@ def load_config(path: str, *, trusted: bool = True) -> HostConfig:
         mcp_families=tuple(parsed.mcp_families),
         refuse_redirecting=parsed.refuse_redirecting,
         drop_refused_extra=parsed.drop_refused_extra,
+        name_context=parsed.name_context,
     )
     if not trusted:
         for named, what in ((config.catalog, "catalog"), (config.managed_env_file, "managed file")):

@@ -196,6 +196,7 @@ def secret_rule(request: BuildRequest, formats: FormatMemo | None = None) -> Sec
         clean=clean,
         strip_values=request.options.strip_value_aliases,
         home=(request.options.home_env_var, request.target),
+        name_context=request.options.name_context,
     )
 
 

@@ -135,7 +135,7 @@ def _by_name(rule: SecretRule, key: str, value: str, layer: Layer, own: bool) ->
         return None
     decl = rule.declaration(key, own=own)
     if decl is None:
-        return None
+        return _by_name_context(rule, key, value, layer)
     if layer is Layer.GRANT:
         return _exempt(Exemption.GRANT, None, declaration=decl)
     if layer in BLOCK_LAYERS:
@@ -146,6 +146,26 @@ def _by_name(rule: SecretRule, key: str, value: str, layer: Layer, own: bool) ->
         reason = Reason.TIER1 if decl.tier is Tier.TIER1 else Reason.TIER2
         return Verdict(True, reason, decl.origin, declaration=decl)
     return _exempt(Exemption.TIER2_INHERITED, decl.origin, declaration=decl)
+
+
+def _by_name_context(rule: SecretRule, key: str, value: str, layer: Layer) -> Verdict | None:
+    """Step 2 for an undeclared name: a credential by its name and value (Tier 2), or None.
+
+    Only where nobody named the entry: a grant, the server's block and a forced
+    hand-over are explicit (their value is still decided, step 3). Kept under a
+    ``known_safe`` name and for a credentialed child.
+    """
+    if layer is Layer.GRANT or layer is Layer.FORCED or layer in BLOCK_LAYERS:
+        return None
+    decl = rule.name_context_of(key, value)
+    if decl is None:
+        return None
+    if rule.is_known_safe(key):
+        return _exempt(Exemption.KNOWN_SAFE, decl.origin, declaration=decl)
+    if rule.inherit_credentials:
+        return _exempt(Exemption.TIER2_INHERITED, decl.origin, declaration=decl)
+    note = f"name-context: {decl.origin.detail}"
+    return Verdict(True, Reason.NAME_CONTEXT, decl.origin, note, declaration=decl)
 
 
 def _covering(rule: SecretRule, layer: Layer, match: SecretMatch) -> Exemption | None:

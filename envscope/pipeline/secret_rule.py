@@ -67,6 +67,7 @@ from envscope.pipeline._secret_values import (
     tier_grade,
 )
 from envscope.policy._declarations import Declaration, Origin, OriginKind, Tier
+from envscope.policy._name_context import name_context
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -101,6 +102,7 @@ class SecretRule:
         "_scope",
         "_ungrantable",
         "inherit_credentials",
+        "name_context",
         "routed",
         "strip_values",
     )
@@ -123,6 +125,7 @@ class SecretRule:
         clean: CleanValues | None = None,
         strip_values: bool = True,
         home: tuple[str, str] | None = None,
+        name_context: bool = False,
     ) -> None:
         """Collect the secret values of one context.
 
@@ -140,7 +143,9 @@ class SecretRule:
         ``strip_values=False`` (``Host(strip_value_aliases=False)``): no value is a
         secret value for this child; names are still denied. ``home`` is the
         home variable and the context's home: that exact entry is the child's
-        own home (``is_home``), never decided.
+        own home (``is_home``), never decided. ``name_context``: an undeclared
+        name that says credential, with a value that looks like one, is a Tier 2
+        credential (``name_context_of``; ``Host(name_context=True)``, off by default for now).
         """
         self._home = None if home is None else (home[0].upper(), home[1])
         self._policy = policy
@@ -148,6 +153,7 @@ class SecretRule:
         self.routed = routed
         self.inherit_credentials = inherit_credentials
         self.strip_values = strip_values
+        self.name_context = name_context
         self._own = {} if own is None else own
         self._ungrantable = ungrantable
         self._formats = formats
@@ -227,6 +233,25 @@ class SecretRule:
             self._policy.declaration(up), launch.declaration(up)
         )
         return found
+
+    def name_context_of(self, name: str, value: str) -> Declaration | None:
+        """An undeclared ``name=value`` read as a credential by its name and value, or None.
+
+        A Tier 2 declaration whose origin names the name's credential tokens
+        (``policy._name_context``); None when the host turned name context off.
+        Asked by ``decision`` for names no policy declares.
+        """
+        if not self.name_context:
+            return None
+        found = name_context(name, value)
+        if found is None:
+            return None
+        origin = Origin(OriginKind.NAME_CONTEXT, " ".join(found.tokens))
+        return Declaration(name.strip().upper(), Tier.TIER2, origin)
+
+    def is_known_safe(self, name: str) -> bool:
+        """True when the host passes ``name`` knowingly (``Host(known_safe=...)``)."""
+        return name.strip().upper() in self._known_safe
 
     def withholds(self, decl: Declaration, value: str | None = None, *, own: bool = False) -> bool:
         """True when a name declared as ``decl`` may not reach this child with ``value``.

@@ -79,6 +79,7 @@ class OriginKind(enum.Enum):
     SURFACE = "surface"
     GLOBAL = "global"
     BASE = "base"
+    NAME_CONTEXT = "name-context"  # an undeclared credential name with a credential's value
 
 
 def record_repr(record: object, masked: tuple[str, ...] = ()) -> str:

@@ -30,6 +30,7 @@ Pure functions of their arguments; the decision that strips a match lives in
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -173,6 +174,7 @@ def _credential_word(token: str, previous: str | None) -> bool:
     return token.endswith("KEY") and token[:-3] in KEY_QUALIFIERS
 
 
+@functools.lru_cache(maxsize=4096)  # names repeat build after build; cache_clear() resets it
 def credential_tokens(name: str) -> tuple[str, ...]:
     """The tokens of ``name`` that make it a credential name; () when none or vetoed."""
     upper = name.strip().upper()

@@ -75,6 +75,7 @@ class Reason(enum.Enum):
     VALUES_KEPT = "values-kept"
     MCP_SDK_DEFAULT = "mcp-sdk-default"
     SPAWN_CWD = "spawn-cwd"
+    NAME_CONTEXT = "name-context"
 
     @property
     def sentence(self) -> str:
@@ -124,11 +125,18 @@ _SENTENCES: dict[Reason, str] = {
         "a credential the operator typed into the server's env block (never a value the "
         "host resolved)"
     ),
-    Reason.KNOWN_SAFE: "holds a credential format under a known_safe name",
+    Reason.KNOWN_SAFE: (
+        "a known_safe name: its credential format or credential name is passed knowingly"
+    ),
     Reason.PROVIDER_KEY: "a credentialed child's own model-provider key (the whole value)",
     Reason.VALUES_KEPT: "holds a secret value; the host keeps copies (strip_value_aliases=False)",
     Reason.MCP_SDK_DEFAULT: "added by the MCP SDK from os.environ (sdk_defaults='allow')",
     Reason.SPAWN_CWD: "the directory the spawn starts the child in (cwd=), not the launcher's",
+    Reason.NAME_CONTEXT: (
+        "no rule declares it, but its name says credential and its value looks like one "
+        "(the tokens in the note): this child does not inherit credentials; grant it, list "
+        "it in known_safe, or turn name_context off"
+    ),
 }
 
 # How Trace.summary() groups the reasons a key was removed.
@@ -141,6 +149,7 @@ SECRET_REASONS = frozenset(
         Reason.ALIAS_OF,
         Reason.VALUE_SHAPE,
         Reason.INJECTION_VECTOR,
+        Reason.NAME_CONTEXT,
     }
 )
 RESIDUE_REASONS = frozenset({Reason.LAUNCH_RESIDUE, Reason.LAUNCH_GATE})
