@@ -8,8 +8,10 @@ Two kinds of warning, each holding a key and a kind, never a value:
   name (``github-classic-pat``, ``aws-access-key-id``, ``url-with-password``…);
 - **name shape** (``find_credential_names``): the name ends in a credential
   suffix (``_TOKEN _SECRET _KEY _PASSWORD _PASS _PWD _CREDENTIALS _API_KEY``)
-  or contains ``SECRET``/``PASSWORD``, or the value is a URL with a password
-  in its userinfo (``postgres://u:pw@h/db``).
+  or contains ``SECRET``/``PASSWORD``, or its tokens are a credential name of
+  the name-context rule (``credential-name``: ``NGROK_AUTHTOKEN``,
+  ``REDISCLI_AUTH``, ``GH_PAT``, ``APP_SALT``, a bare ``TOKEN``), or the value
+  is a URL with a password in its userinfo (``postgres://u:pw@h/db``).
 
 Both skip names a rule declares; name shape also skips the names a host
 says it passes knowingly (``Host(known_safe=...)``). Neither ever strips:
@@ -24,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from envscope.policy._name_context import credential_tokens
 from envscope.policy.formats import find_format, format_table
 
 if TYPE_CHECKING:
@@ -90,7 +93,12 @@ _NAME_WORDS = ("SECRET", "PASSWORD")
 URL_FORMAT = "url-with-password"
 # A proxy setting may leave the scheme out (curl, requests and npm read "user:pw@proxy:3128").
 _BARE_PROXY_PASSWORD = re.compile(r"[^/@\s:]*:[^/@\s]+@")
-NAME_KINDS: tuple[str, ...] = ("credential-suffix", "credential-word", "url-with-password")
+NAME_KINDS: tuple[str, ...] = (
+    "credential-suffix",
+    "credential-word",
+    "credential-name",
+    "url-with-password",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +137,8 @@ def name_kind(key: str, value: str) -> str | None:
         return "credential-suffix"
     if any(word in up for word in _NAME_WORDS):
         return "credential-word"
+    if credential_tokens(up):  # the name-context rule's tokens: NGROK_AUTHTOKEN, GH_PAT, …
+        return "credential-name"
     if "://" in value and (found := find_format(value)) is not None and found.name == URL_FORMAT:
         return "url-with-password"
     if up.endswith("PROXY") and "@" in value and _BARE_PROXY_PASSWORD.match(value.strip()):

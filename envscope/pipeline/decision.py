@@ -134,8 +134,8 @@ def _by_name(rule: SecretRule, key: str, value: str, layer: Layer, own: bool) ->
     if layer is Layer.SPAWN or layer is Layer.ARGV:
         return None
     decl = rule.declaration(key, own=own)
-    if decl is None:
-        return _by_name_context(rule, key, value, layer)
+    if decl is None:  # the switch read here: a build without it pays one attribute per entry
+        return _by_name_context(rule, key, value, layer) if rule.name_context else None
     if layer is Layer.GRANT:
         return _exempt(Exemption.GRANT, None, declaration=decl)
     if layer in BLOCK_LAYERS:
