@@ -7,7 +7,7 @@ gate could hear. The real case runs in a forked child (root, or a user allowed
 to unshare): the gate is proven engaged, the child unshares, makes its mounts
 private and mounts a tmpfs holding a manifest that declares one more secret
 over a plugin directory; its next build must be the stamp's. The seam case
-(every user) points the namespace link at a symlink the test retargets.
+(every user) answers the namespace query with another value.
 """
 
 from __future__ import annotations
@@ -89,14 +89,11 @@ def test_a_mount_in_a_new_mount_namespace_sends_every_home_to_the_stamp(tmp_path
 def test_a_namespace_that_reads_differently_is_doubt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The namespace link read through a seam: retargeted, the gate forgets and re-arms."""
-    link = tmp_path / "ns-mnt"
-    link.symlink_to("mnt:[1]")
-    monkeypatch.setattr(_inotify, "_NAMESPACE", os.fsencode(link))
-    (tmp_path / "w").mkdir()
-    w = make_world(tmp_path / "w")
-    link.unlink()
-    link.symlink_to("mnt:[2]")
+    """The namespace read through a seam: another one, the gate forgets and re-arms."""
+    answer: list[int | bytes | None] = [1]
+    monkeypatch.setattr(_inotify._Inotify, "namespace", lambda self: answer[0])
+    w = make_world(tmp_path)
+    answer[0] = 2
     w.gated_fs.reset_counts()
     gated = w.build(w.gated)
     assert sum(w.gated_fs.calls.values()) > 0, "the gate answered across a namespace change"
@@ -106,14 +103,29 @@ def test_a_namespace_that_reads_differently_is_doubt(
     assert w.gated_calls() == 0, "the gate never re-armed"
 
 
+def test_the_namespace_is_the_roots_mount_id_or_the_link() -> None:
+    """This kernel's answer: the root's mount id (5.8+), else the namespace's link."""
+    found = _inotify._Inotify.get().namespace()
+    assert isinstance(found, int) or (isinstance(found, bytes) and found.startswith(b"mnt:["))
+
+
+def test_without_a_mount_id_the_namespace_link_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kernel whose statx gives no mount id (before 5.8): the link, ``mnt:[inode]``."""
+    monkeypatch.setattr(_inotify, "_ROOT", os.fsencode(tmp_path / "absent"))
+    found = _inotify._Inotify.get().namespace()
+    assert isinstance(found, bytes)
+    assert found.startswith(b"mnt:[")
+
+
 @pytest.mark.parametrize("unreadable", ["namespace", "mount table"])
 def test_an_unreadable_namespace_or_mount_table_means_no_gate(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unreadable: str
 ) -> None:
     """Neither can be read: no gate at all (every home stamped), never a gate blind to mounts."""
-    missing = str(tmp_path / "absent")
     if unreadable == "namespace":
-        monkeypatch.setattr(_inotify, "_NAMESPACE", os.fsencode(missing))
+        monkeypatch.setattr(_inotify._Inotify, "namespace", lambda self: None)
     else:
-        monkeypatch.setattr(_inotify, "_MOUNT_TABLE", missing)
+        monkeypatch.setattr(_inotify, "_MOUNT_TABLE", str(tmp_path / "absent"))
     assert create_gate() is None
