@@ -243,10 +243,10 @@ class SecretRule:
         """
         if not self.name_context:
             return None
-        found = name_context(name, value)
-        if found is None:
+        tokens = name_context(name, value)
+        if tokens is None:
             return None
-        origin = Origin(OriginKind.NAME_CONTEXT, " ".join(found.tokens))
+        origin = Origin(OriginKind.NAME_CONTEXT, " ".join(tokens))
         return Declaration(name.strip().upper(), Tier.TIER2, origin)
 
     def is_known_safe(self, name: str) -> bool:

@@ -3,7 +3,8 @@
 Inside an environment the variable's name is sharper context than any text
 window around a value: ``ACME_API_TOKEN=<40 random characters>`` is a
 credential nobody declared. ``name_context(name, value)`` answers with the
-name's credential tokens when both halves hold, else None:
+name's credential tokens when both halves hold, else None (plain functions
+and tuples: nothing here costs at import, the patterns compile on first use):
 
 - **the name.** It is split into tokens at ``_``, ``-`` and ``.``. A token is a
   credential word when it is one of ``TOKEN SECRET PASSWORD PASSWD PASSPHRASE
@@ -34,13 +35,11 @@ import functools
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
 
 __all__ = [
     "KEY_QUALIFIERS",
     "PASSWORD_WORDS",
     "VETO_LAST",
-    "NameContext",
     "credential_tokens",
     "looks_secret",
     "name_context",
@@ -134,36 +133,32 @@ VETO_LAST = frozenset(
 
 VETO_NAMES = frozenset({"PWD", "OLDPWD"})  # the shell's working directories
 
-_SPLIT = re.compile(r"[_.\-]+")
-_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+_NUMBER = r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?"
 _BOOLEAN = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null", "nil"})
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = (
     r"(?i)^(<[^>]*>|\$\{[^}]*\}|\$[A-Z_][A-Z0-9_]*|\{\{?[^}]*\}\}?|%[^%]*%|\[[^\]]*\]"
     r"|(?P<run>x|\*|\.|#|-|_|0)(?P=run){5,}"
     r"|(change[-_ ]?me|your[-_].*|my[-_].*|replace[-_]?me|example|dummy|redacted|placeholder"
     r"|secret|password|passw0rd|token|test|testing|sample|todo|tbd|fixme)"
     r")$"
 )
-_EXAMPLE_TAIL = re.compile(r"(?i)example$")
-_PATH = re.compile(r"^(/|~|\.{1,2}/|[A-Za-z]:[\\/]|\\\\)")
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
-_HOSTNAME = re.compile(r"^(?i:[a-z0-9-]+(\.[a-z0-9-]+)+)(:\d+)?$")
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$")
+_NOT_A_CREDENTIAL = (
+    _PLACEHOLDER,
+    r"(?i:.*example)",  # a provider's documented example key (AKIA…EXAMPLE)
+    r"(/|~|\.{1,2}/|[A-Za-z]:[\\/]|\\\\).*",  # a path
+    r"[A-Za-z][A-Za-z0-9+.\-]*://.*",  # a URL
+    r"(?i:[a-z0-9-]+(\.[a-z0-9-]+)+)(:\d+)?",  # a host name (and port)
+    r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}",  # an e-mail address
+)
 _MIN_LENGTH = 8
 _RANDOM_LENGTH = 16
 _RANDOM_BITS = 3.0
 
 
-@dataclass(frozen=True, slots=True)
-class NameContext:
-    """A name-context match: the name's credential tokens (never any of the value)."""
-
-    tokens: tuple[str, ...]
-
-    @property
-    def note(self) -> str:
-        """The trace's words: which tokens of the name made it a credential name."""
-        return f"name-context: {' '.join(self.tokens)}"
+@functools.cache
+def _not_a_credential() -> tuple[re.Pattern[str], ...]:
+    """A number and each not-a-credential shape, compiled on first use (not at import)."""
+    return tuple(re.compile(p) for p in (_NUMBER, *_NOT_A_CREDENTIAL))
 
 
 def _credential_word(token: str, previous: str | None) -> bool:
@@ -180,7 +175,7 @@ def credential_tokens(name: str) -> tuple[str, ...]:
     upper = name.strip().upper()
     if upper in VETO_NAMES:
         return ()
-    tokens = [t for t in _SPLIT.split(upper) if t]
+    tokens = [t for t in upper.replace("-", "_").replace(".", "_").split("_") if t]
     if not tokens or tokens[-1] in VETO_LAST or any(t in VETO_ANY for t in tokens):
         return ()
     found = []
@@ -206,12 +201,7 @@ def looks_secret(value: str, *, password: bool = False) -> bool:
     text = value.strip()
     if len(text) < _MIN_LENGTH or any(c.isspace() for c in text):
         return False
-    lowered = text.lower()
-    if lowered in _BOOLEAN or _NUMBER.fullmatch(text) or _PLACEHOLDER.match(text):
-        return False
-    if _EXAMPLE_TAIL.search(text) or _PATH.match(text) or _URL.match(text):
-        return False
-    if _HOSTNAME.match(text) or _EMAIL.match(text):
+    if text.lower() in _BOOLEAN or any(p.fullmatch(text) for p in _not_a_credential()):
         return False
     if password:
         return True
@@ -223,10 +213,10 @@ def looks_secret(value: str, *, password: bool = False) -> bool:
     )
 
 
-def name_context(name: str, value: str) -> NameContext | None:
-    """The match when ``name`` is a credential name and ``value`` looks like a credential."""
+def name_context(name: str, value: str) -> tuple[str, ...] | None:
+    """The name's credential tokens when it is a credential name and ``value`` looks like one."""
     tokens = credential_tokens(name)
     if not tokens:
         return None
     password = any(t in PASSWORD_WORDS or t.endswith(_PASSWORD_ENDS) for t in tokens)
-    return NameContext(tokens) if looks_secret(value, password=password) else None
+    return tokens if looks_secret(value, password=password) else None

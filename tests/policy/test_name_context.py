@@ -16,12 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from envscope.policy._name_context import (
-    NameContext,
-    credential_tokens,
-    looks_secret,
-    name_context,
-)
+from envscope.policy._name_context import credential_tokens, looks_secret, name_context
 
 RANDOM = "q7Vt2Lm9Xc4Rp8Kd1Wz6Hy3Nb5Gf0Js"  # 32 characters, letters and digits
 
@@ -87,7 +82,7 @@ NOT_CREDENTIAL_NAMES = [
 @pytest.mark.parametrize("name", sorted(CREDENTIAL_NAMES))
 def test_credential_names_and_their_tokens(name: str) -> None:
     assert credential_tokens(name) == CREDENTIAL_NAMES[name]
-    assert name_context(name, RANDOM) == NameContext(CREDENTIAL_NAMES[name])
+    assert name_context(name, RANDOM) == CREDENTIAL_NAMES[name]
 
 
 @pytest.mark.parametrize("name", NOT_CREDENTIAL_NAMES)
