@@ -205,9 +205,10 @@ class _Inotify:
             ctypes.c_void_p,
         )
         self.statx.restype = ctypes.c_int
-        # readlink(2) keeping the GIL: the calling thread's mount namespace, once per poll.
-        # No argtypes (their conversion is a fifth of the call): every argument is passed
-        # as its exact C type (bytes, a char array, ``_LINK_ROOM``).
+        # readlink(2) keeping the GIL: the mount namespace's link, where statx gives no
+        # mount id (before Linux 5.8; ``namespace``). No argtypes (their conversion is a
+        # fifth of the call): each argument is passed as its exact C type (bytes, a char
+        # array, ``_LINK_ROOM``).
         self.readlink = ctypes.PyDLL(None, use_errno=True).readlink
         self.readlink.restype = ctypes.c_ssize_t
         if self.identity("/") in (None, IDENTITY_UNKNOWN):  # a seccomp filter, ENOSYS

@@ -13,7 +13,10 @@ say: an undeclared name holding no secret):
    entry's layer names it: a grant (``GRANT``), an MCP server's block
    (``MCP_LITERAL``, ``MCP_OWN``, ``MCP_REFERENCE``), a forced hand-over (``FORCED``, checked
    when it was unwrapped); ``SPAWN`` (an env the host's code handed to a spawn)
-   has its names checked by the factory already;
+   has its names checked by the factory already. An undeclared name, with the
+   host's ``name_context`` on, is a Tier 2 credential when its name says
+   credential and its value looks like one (``SecretRule.name_context_of``),
+   except where a grant, a block or a forced hand-over names the entry;
 3. the value: it is withheld when it is or holds any secret value this child
    may not receive, or a credential format, that no exemption covers: each
    secret in it is checked (``SecretRule.secret_in`` finds every one), so a
