@@ -183,7 +183,7 @@ class SecretRule:
                 self._collect_host(key, value, launch=False)
         for key, value in ({} if scope is None else scope).items():
             if len(as_read(value)) >= MIN_SECRET_LENGTH:
-                decl = policy.declaration(key.strip())  # a key is the name it spells
+                decl = policy.declaration(key.strip()) or self._by_context(key, value)
                 if decl is not None:
                     grade = tier_grade(decl, inherit_credentials, ungrantable)
                     if grade is not None:
@@ -197,7 +197,7 @@ class SecretRule:
         short = len(as_read(value)) < MIN_SECRET_LENGTH
         if not launch and short:
             return
-        decl = self.declaration(key)
+        decl = self.declaration(key) or self._by_context(key, value)
         if decl is None:
             return
         if launch:  # the launch process's value of a declared name: a launch credential
@@ -248,6 +248,15 @@ class SecretRule:
             return None
         origin = Origin(OriginKind.NAME_CONTEXT, " ".join(tokens))
         return Declaration(name.strip().upper(), Tier.TIER2, origin)
+
+    def _by_context(self, key: str, value: str) -> Declaration | None:
+        """A value's name-context declaration, so its copies are secret values too.
+
+        None under a ``known_safe`` name (the host passes it knowingly).
+        """
+        if not self.name_context or self.is_known_safe(key):
+            return None
+        return self.name_context_of(key, value)
 
     def is_known_safe(self, name: str) -> bool:
         """True when the host passes ``name`` knowingly (``Host(known_safe=...)``)."""

@@ -121,11 +121,29 @@ VALUES = [RANDOM, "hunter22!", "/run/x/token", "eu-west-1", "true", "9f86d081884
 
 
 @given(st.dictionaries(st.sampled_from(NAMES), st.sampled_from(VALUES), max_size=7))
-def test_on_is_off_minus_exactly_the_rules_matches(base: dict[str, str]) -> None:
-    """The switch changes nothing but the entries the rule matches (byte for byte otherwise)."""
+def test_on_is_off_minus_exactly_the_rules_matches_and_their_copies(base: dict[str, str]) -> None:
+    """The switch strips the rule's matches and every copy of their values, nothing else."""
     on = _rule_host(True).build_subprocess_env(base)
     off = _rule_host(False).build_subprocess_env(base)
-    assert on == {k: v for k, v in off.items() if name_context(k, v) is None}
+    secrets = {v for k, v in base.items() if name_context(k, v) is not None}
+    expected = {
+        k: v
+        for k, v in off.items()
+        if name_context(k, v) is None and not any(s in v for s in secrets)
+    }
+    assert on == expected
+
+
+def test_a_copy_under_a_plain_name_goes_with_it(tmp_path: Path) -> None:
+    """One rule: the matched value is a secret value of the build, so a copy is stripped too."""
+    trace = Trace()
+    base = {"ACME_API_TOKEN": RANDOM, "COPY": RANDOM, "WRAPPED": f"Bearer:{RANDOM}"}
+    child = _host(tmp_path, name_context=True).build_subprocess_env(base, trace=trace)
+    assert child == {}
+    assert trace.removed()["COPY"].reason is Reason.ALIAS_OF
+    assert "ACME_API_TOKEN" in (trace.removed()["COPY"].note or "")
+    kept = _host(tmp_path, name_context=True, known_safe=["ACME_API_TOKEN"])
+    assert kept.build_subprocess_env(base) == base  # known_safe: no secret value either
 
 
 _HOSTS: dict[bool, Host] = {}
