@@ -138,7 +138,7 @@ def _by_name(rule: SecretRule, key: str, value: str, layer: Layer, own: bool) ->
         return None
     decl = rule.declaration(key, own=own)
     if decl is None:  # the switch read here: a build without it pays one attribute per entry
-        return _by_name_context(rule, key, value, layer) if rule.name_context else None
+        return _by_name_context(rule, key, value, layer, own) if rule.name_context else None
     if layer is Layer.GRANT:
         return _exempt(Exemption.GRANT, None, declaration=decl)
     if layer in BLOCK_LAYERS:
@@ -151,12 +151,15 @@ def _by_name(rule: SecretRule, key: str, value: str, layer: Layer, own: bool) ->
     return _exempt(Exemption.TIER2_INHERITED, decl.origin, declaration=decl)
 
 
-def _by_name_context(rule: SecretRule, key: str, value: str, layer: Layer) -> Verdict | None:
+def _by_name_context(
+    rule: SecretRule, key: str, value: str, layer: Layer, own: bool
+) -> Verdict | None:
     """Step 2 for an undeclared name: a credential by its name and value (Tier 2), or None.
 
     Only where nobody named the entry: a grant, the server's block and a forced
     hand-over are explicit (their value is still decided, step 3). Kept under a
-    ``known_safe`` name and for a credentialed child.
+    ``known_safe`` name and where a declared Tier 2 name is (``withholds``: a
+    credentialed child, never the launch process's value for a routed one).
     """
     if layer is Layer.GRANT or layer is Layer.FORCED or layer in BLOCK_LAYERS:
         return None
@@ -165,7 +168,7 @@ def _by_name_context(rule: SecretRule, key: str, value: str, layer: Layer) -> Ve
         return None
     if rule.is_known_safe(key):
         return _exempt(Exemption.KNOWN_SAFE, decl.origin, declaration=decl)
-    if rule.inherit_credentials:
+    if not rule.withholds(decl, value, own=own):
         return _exempt(Exemption.TIER2_INHERITED, decl.origin, declaration=decl)
     note = f"name-context: {decl.origin.detail}"
     return Verdict(True, Reason.NAME_CONTEXT, decl.origin, note, declaration=decl)
@@ -295,6 +298,8 @@ def describe(rule: SecretRule, key: str, verdict: Verdict) -> str:
     decl = verdict.declaration
     if decl is None:
         return key
+    if decl.origin.kind is OriginKind.NAME_CONTEXT:
+        return f"{key} (a credential by its name and value: {decl.origin.detail})"
     if decl.tier is Tier.TIER1:
         return f"{key} (Tier 1)"
     if rule.inherit_credentials:

@@ -29,9 +29,11 @@ pytestmark = pytest.mark.property
 CATALOG = Catalog.default()
 DECLARED = ["TELEGRAM_BOT_TOKEN", "GITHUB_TOKEN", "DISCORD_WEBHOOK_URL", "OPENAI_API_KEY",
             "OPENAI_BASE_URL", "QIANFAN_SK", "VAULT_TOKEN"]  # fmt: skip
-UNDECLARED = ["MY_VAR", "COPY", "CARRIER", "NOTE", "LANG", "B_THING"]
+UNDECLARED = ["MY_VAR", "COPY", "CARRIER", "NOTE", "LANG", "B_THING", "ACME_API_TOKEN", "DB_PASSWD"]
 SECRETS = ["secret-one-0123456", "secret-two-abcdefg", "https://hooks.example/abc123", "short"]
-SECRET_REASONS = frozenset({Reason.TIER1, Reason.TIER2, Reason.ALIAS_OF, Reason.LAUNCH_CREDENTIAL})
+SECRET_REASONS = frozenset(
+    {Reason.TIER1, Reason.TIER2, Reason.ALIAS_OF, Reason.LAUNCH_CREDENTIAL, Reason.NAME_CONTEXT}
+)
 
 PAT = "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"  # a credential format no name declares
 plain = st.text(st.characters(codec="ascii", categories=["L", "N"]), min_size=1, max_size=12)
@@ -55,9 +57,15 @@ for _home in ("A", "B"):
 _LEAK = re.compile(r"([A-Za-z_]+) \(")
 
 
-def _host(environ: dict[str, str]) -> Host:
+def _host(environ: dict[str, str], *, name_context: bool = False) -> Host:
     # random extras name declared names: dropped and traced, so every build completes
-    host = Host(_ROOT / "A", environ=dict(environ), catalog=CATALOG, drop_refused_extra=True)
+    host = Host(
+        _ROOT / "A",
+        environ=dict(environ),
+        catalog=CATALOG,
+        drop_refused_extra=True,
+        name_context=name_context,
+    )
     host.add_secret_source(StaticSource("vault", {}, credential_names=["VAULT_TOKEN"]))
     return host
 
@@ -75,12 +83,13 @@ def _flagged(env: dict[str, str], host: Host, inherit: bool) -> set[str]:
     environ=envs,
     scope=st.none() | envs,
     surface=st.sampled_from([s for s in Surface if s is not Surface.MCP]),
+    name_context=st.booleans(),
 )
 def test_the_factory_guard_masking_and_testing_agree(
-    environ: dict[str, str], scope: dict[str, str] | None, surface: Surface
+    environ: dict[str, str], scope: dict[str, str] | None, surface: Surface, name_context: bool
 ) -> None:
     """Built envs pass the guard; masking and assert_no_secrets match the factory's strips."""
-    host = _host(environ)
+    host = _host(environ, name_context=name_context)
     inherit = surface.inherits_credentials
     routed = scope is not None
     context = host.routed(_ROOT / "B", scope=scope) if routed else host.routed(_ROOT / "A")
@@ -118,6 +127,7 @@ def test_the_factory_guard_masking_and_testing_agree(
     extra=extras,
     granted=st.sets(st.sampled_from(DECLARED + UNDECLARED), max_size=3),
     surface=st.sampled_from(list(Surface)),
+    name_context=st.booleans(),
 )
 def test_the_guard_accepts_every_built_env_with_extras_and_grants(
     environ: dict[str, str],
@@ -125,9 +135,10 @@ def test_the_guard_accepts_every_built_env_with_extras_and_grants(
     extra: dict[str, str],
     granted: set[str],
     surface: Surface,
+    name_context: bool,
 ) -> None:
     """Extras, MCP blocks and grants on every surface: the guard passes whatever was built."""
-    host = _host(environ)
+    host = _host(environ, name_context=name_context)
     if surface is Surface.MCP:  # a block never carries the force prefix (an error of its own)
         extra = {k: v for k, v in extra.items() if not k.startswith("_ENVSCOPE_FORCE_")}
     grant = sorted(granted & set(extra))
