@@ -133,45 +133,45 @@ _OWN_LAYERS = frozenset({Layer.SCOPE, Layer.MCP_OWN})  # a routed build's entrie
 
 
 def _by_name(rule: SecretRule, key: str, value: str, layer: Layer, own: bool) -> Verdict | None:
-    """Step 2: the name's verdict (None: the name says nothing)."""
+    """Step 2: the name's verdict (None: the name says nothing).
+
+    A name no policy declares may be a credential by its name and value
+    (``_name_context``), decided like a declared Tier 2 name from there on.
+    """
     if layer is Layer.SPAWN or layer is Layer.ARGV:
         return None
     decl = rule.declaration(key, own=own)
-    if decl is None:  # the switch read here: a build without it pays one attribute per entry
-        return _by_name_context(rule, key, value, layer, own) if rule.name_context else None
-    if layer is Layer.GRANT:
-        return _exempt(Exemption.GRANT, None, declaration=decl)
-    if layer in BLOCK_LAYERS:
-        return _exempt(Exemption.SERVER_BLOCK, None, declaration=decl)
-    if layer is Layer.FORCED:
-        return _exempt(Exemption.FORCED, None, declaration=decl)
-    if rule.withholds(decl, value, own=own):
-        reason = Reason.TIER1 if decl.tier is Tier.TIER1 else Reason.TIER2
-        return Verdict(True, reason, decl.origin, declaration=decl)
-    return _exempt(Exemption.TIER2_INHERITED, decl.origin, declaration=decl)
-
-
-def _by_name_context(
-    rule: SecretRule, key: str, value: str, layer: Layer, own: bool
-) -> Verdict | None:
-    """Step 2 for an undeclared name: a credential by its name and value (Tier 2), or None.
-
-    Only where nobody named the entry: a grant, the server's block and a forced
-    hand-over are explicit (their value is still decided, step 3). Kept under a
-    ``known_safe`` name and where a declared Tier 2 name is (``withholds``: a
-    credentialed child, never the launch process's value for a routed one).
-    """
-    if layer is Layer.GRANT or layer is Layer.FORCED or layer in BLOCK_LAYERS:
-        return None
-    decl = rule.name_context_of(key, value)
     if decl is None:
-        return None
-    if rule.is_known_safe(key):
-        return _exempt(Exemption.KNOWN_SAFE, decl.origin, declaration=decl)
+        decl = _name_context(rule, key, value, layer)
+        if decl is None:
+            return None
+        if rule.is_known_safe(key):
+            return _exempt(Exemption.KNOWN_SAFE, decl.origin, declaration=decl)
+    elif layer is Layer.GRANT:
+        return _exempt(Exemption.GRANT, None, declaration=decl)
+    elif layer in BLOCK_LAYERS:
+        return _exempt(Exemption.SERVER_BLOCK, None, declaration=decl)
+    elif layer is Layer.FORCED:
+        return _exempt(Exemption.FORCED, None, declaration=decl)
     if not rule.withholds(decl, value, own=own):
         return _exempt(Exemption.TIER2_INHERITED, decl.origin, declaration=decl)
-    note = f"name-context: {decl.origin.detail}"
-    return Verdict(True, Reason.NAME_CONTEXT, decl.origin, note, declaration=decl)
+    if decl.origin.kind is OriginKind.NAME_CONTEXT:
+        note = f"name-context: {decl.origin.detail}"
+        return Verdict(True, Reason.NAME_CONTEXT, decl.origin, note, declaration=decl)
+    reason = Reason.TIER1 if decl.tier is Tier.TIER1 else Reason.TIER2
+    return Verdict(True, reason, decl.origin, declaration=decl)
+
+
+def _name_context(rule: SecretRule, key: str, value: str, layer: Layer) -> Declaration | None:
+    """An undeclared name's Tier 2 declaration by its name and value, or None.
+
+    Only with the host's switch on (a build without it pays one attribute per
+    entry), and only where nobody named the entry: a grant, the server's block
+    and a forced hand-over are explicit (their value is still decided, step 3).
+    """
+    if not rule.name_context or layer is Layer.GRANT or layer is Layer.FORCED:
+        return None
+    return None if layer in BLOCK_LAYERS else rule.name_context_of(key, value)
 
 
 def _covering(rule: SecretRule, layer: Layer, match: SecretMatch) -> Exemption | None:
