@@ -146,7 +146,7 @@ class _PollFd(ctypes.Structure):
     _fields_ = (("fd", ctypes.c_int), ("events", ctypes.c_short), ("revents", ctypes.c_short))
 
 
-_POLL_ARRAYS = {1: _PollFd * 1, 2: _PollFd * 2}  # made once: an array type costs ~20 µs
+_PollPair = _PollFd * 2  # the inotify and mount-table descriptors (a type costs ~20 µs: once)
 _StatxBuffer = ctypes.c_char * _STATX_SIZE
 _LinkBuffer = ctypes.c_char * 64  # "mnt:[4026531840]": the namespace's link, 16 bytes today
 _LINK_ROOM = ctypes.c_size_t(63)  # a NUL always ends what readlink(2) wrote
@@ -408,15 +408,15 @@ class LinuxNotifier:
         mounts = os.open(_MOUNT_TABLE, os.O_RDONLY | os.O_CLOEXEC)
         self._queue = _Queue()
         self._inotify.subscribe(self._queue)
-        self._mounts: int | None = mounts
-        self._mounts_identity = (
-            None if self._mounts is None else self._inotify.descriptor(self._mounts)
+        self._mounts = mounts
+        self._mounts_identity = self._inotify.descriptor(mounts)
+        self._fds = _PollPair(
+            _PollFd(self._inotify.fd, select.POLLIN, 0),
+            _PollFd(mounts, select.POLLPRI | select.POLLERR, 0),
         )
-        watched = [(self._inotify.fd, select.POLLIN)]
-        if self._mounts is not None:
-            watched.append((self._mounts, select.POLLPRI | select.POLLERR))
-        self._fds = _POLL_ARRAYS[len(watched)](*(_PollFd(fd, ev, 0) for fd, ev in watched))
-        self._finalizer = weakref.finalize(self, _release, self._inotify, self._queue, self._mounts)
+        self._finalizer = weakref.finalize(
+            self, _release, self._inotify, self._queue, mounts, self._mounts_identity
+        )
         self._ready()  # the first poll reports the current mount table: consume it
 
     def add_watch(self, path: str) -> int:
@@ -438,7 +438,7 @@ class LinuxNotifier:
             err = ctypes.get_errno()
             if err != errno.EINTR:
                 raise OSError(err, os.strerror(err))
-        return fds[0].revents != 0, len(fds) > 1 and fds[1].revents != 0
+        return fds[0].revents != 0, fds[1].revents != 0
 
     def events(self) -> tuple[list[tuple[int, int]], bool]:
         """One ``poll`` for both descriptors; the inotify queue read only when it has events.
@@ -487,9 +487,8 @@ class LinuxNotifier:
         doubts every answer (the stamp answers).
         """
         self._finalizer.detach()  # its queue is the parent's instance's business
-        if self._mounts is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._mounts)  # this process's copy, naming the parent's table
+        with contextlib.suppress(OSError):
+            os.close(self._mounts)  # this process's copy, naming the parent's table
         return _new_notifier()
 
     def renewed(self) -> Notifier:
@@ -508,7 +507,7 @@ class LinuxNotifier:
         else:
             _Inotify.drop(inotify)
         mounts = self._mounts
-        if mounts is not None and self._inotify.descriptor(mounts) == self._mounts_identity:
+        if self._inotify.descriptor(mounts) == self._mounts_identity:
             with contextlib.suppress(OSError):
                 os.close(mounts)
         return _new_notifier()
@@ -565,9 +564,15 @@ def _new_notifier() -> Notifier:
         return DoubtingNotifier()
 
 
-def _release(inotify: _Inotify, queue: _Queue, mounts: int | None) -> None:
-    """A gate's finalizer: takes no lock (``list.append`` is atomic)."""
+def _release(
+    inotify: _Inotify, queue: _Queue, mounts: int, identity: tuple[int, int, int] | None
+) -> None:
+    """A gate's finalizer: takes no lock (``list.append`` is atomic).
+
+    The mount table's descriptor is closed only while it is still the one
+    opened: after ``closerange`` its number may be someone else's.
+    """
     inotify.graveyard.append(queue)
-    if mounts is not None:
+    if identity is not None and inotify.descriptor(mounts) == identity:
         with contextlib.suppress(OSError):
             os.close(mounts)

@@ -217,3 +217,19 @@ def test_a_closed_mount_table_descriptor_alone_is_a_loss(tmp_path: Path) -> None
         assert w.build(w.gated) == w.build(w.stamped)
     assert w.gated_calls() == 0, "the gate never re-armed"
     assert not old_queue.watches, "the lost notifier's watches were never released"
+
+
+def test_a_released_notifier_never_closes_a_reused_mount_table_number() -> None:
+    """closerange, then the number reused by a pipe: releasing the notifier leaves the pipe open."""
+    notifier = LinuxNotifier()
+    number = notifier._mounts
+    os.close(number)
+    read, write = os.pipe()
+    os.dup2(read, number)
+    try:
+        notifier.close()
+        os.fstat(number)  # still open: someone else's descriptor was not closed
+    finally:
+        for fd in {number, read, write}:
+            with contextlib.suppress(OSError):
+                os.close(fd)
