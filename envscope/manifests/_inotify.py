@@ -487,8 +487,8 @@ class LinuxNotifier:
         doubts every answer (the stamp answers).
         """
         self._finalizer.detach()  # its queue is the parent's instance's business
-        with contextlib.suppress(OSError):
-            os.close(self._mounts)  # this process's copy, naming the parent's table
+        # this process's copy, naming the parent's table (unless the number was reused)
+        _close_table(self._inotify, self._mounts, self._mounts_identity)
         return _new_notifier()
 
     def renewed(self) -> Notifier:
@@ -506,10 +506,7 @@ class LinuxNotifier:
             inotify.graveyard.append(self._queue)  # released at the instance's next call
         else:
             _Inotify.drop(inotify)
-        mounts = self._mounts
-        if self._inotify.descriptor(mounts) == self._mounts_identity:
-            with contextlib.suppress(OSError):
-                os.close(mounts)
+        _close_table(self._inotify, self._mounts, self._mounts_identity)
         return _new_notifier()
 
     def close(self) -> None:
@@ -567,12 +564,16 @@ def _new_notifier() -> Notifier:
 def _release(
     inotify: _Inotify, queue: _Queue, mounts: int, identity: tuple[int, int, int] | None
 ) -> None:
-    """A gate's finalizer: takes no lock (``list.append`` is atomic).
-
-    The mount table's descriptor is closed only while it is still the one
-    opened: after ``closerange`` its number may be someone else's.
-    """
+    """A gate's finalizer: takes no lock (``list.append`` is atomic)."""
     inotify.graveyard.append(queue)
+    _close_table(inotify, mounts, identity)
+
+
+def _close_table(inotify: _Inotify, mounts: int, identity: tuple[int, int, int] | None) -> None:
+    """Close the mount table's descriptor, only while ``mounts`` is still the table opened.
+
+    After ``closerange`` the number may be someone else's pipe or file: never closed.
+    """
     if identity is not None and inotify.descriptor(mounts) == identity:
         with contextlib.suppress(OSError):
             os.close(mounts)

@@ -228,8 +228,33 @@ def test_a_released_notifier_never_closes_a_reused_mount_table_number() -> None:
     os.dup2(read, number)
     try:
         notifier.close()
-        os.fstat(number)  # still open: someone else's descriptor was not closed
+        assert os.fstat(number).st_ino == os.fstat(write).st_ino  # still the pipe
     finally:
+        for fd in {number, read, write}:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def test_a_forked_child_never_closes_a_reused_mount_table_number() -> None:
+    """The number reused by a pipe before the fork: the child's new notifier leaves it open."""
+    notifier = LinuxNotifier()
+    number = notifier._mounts
+    os.close(number)
+    read, write = os.pipe()
+    os.dup2(read, number)
+
+    def work() -> bool:
+        child = notifier.forked()
+        pipe = os.fstat(write).st_ino  # both ends of a pipe share its inode
+        try:  # the number still names the pipe (not closed, nor reused by the child's own)
+            return os.fstat(number).st_ino == pipe
+        finally:
+            child.close()
+
+    try:
+        assert _wait(_fork(work)) == 0
+    finally:
+        notifier._finalizer.detach()
         for fd in {number, read, write}:
             with contextlib.suppress(OSError):
                 os.close(fd)
