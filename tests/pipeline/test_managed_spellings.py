@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from envscope import FORCE_PREFIX, Inherit, PassthroughRefusedError, Surface, SurfacePolicy
+from envscope import FORCE_PREFIX, Host, Inherit, PassthroughRefusedError, Surface, SurfacePolicy
 from tests.conftest import HostFactory, build
 
 MANAGED = "http://proxy.corp:3128"
@@ -113,18 +113,26 @@ def test_a_managed_pin_equal_to_a_launch_credential_reaches_a_routed_child(
     assert "ANTHROPIC_BASE_URL" not in env
 
 
+def _host_changing_its_managed_value(
+    make_host: HostFactory, homes: dict[str, Path], spelling: str
+) -> Host:
+    """A host whose managed file pins HTTP_PROXY, its environ given ``spelling`` after the load."""
+    managed = homes["root"] / "managed.env"
+    managed.write_text(f"HTTP_PROXY={MANAGED}\n")
+    environ = {"PATH": "/usr/bin"}
+    host = make_host(environ, managed_env_file=managed)
+    host.load_launch_env()
+    environ[spelling] = TWIN  # the host's own value, set after the load
+    return host
+
+
 @pytest.mark.parametrize("spelling", ["HTTP_PROXY", "http_proxy"])
 @pytest.mark.parametrize("surface", [s for s in Surface if s is not Surface.MCP])
 def test_a_managed_value_the_host_changed_after_the_load_is_restored(
     make_host: HostFactory, homes: dict[str, Path], spelling: str, surface: Surface
 ) -> None:
     """The host sets its own value of a managed name after the load: the child gets the pin."""
-    managed = homes["root"] / "managed.env"
-    managed.write_text(f"HTTP_PROXY={MANAGED}\n")
-    environ = {"PATH": "/usr/bin"}
-    host = make_host(environ, managed_env_file=managed)
-    host.load_launch_env()
-    environ[spelling] = TWIN
+    host = _host_changing_its_managed_value(make_host, homes, spelling)
     env = host.build_subprocess_env(surface=surface)
     assert {k: v for k, v in env.items() if k.upper() == "HTTP_PROXY"} == {"HTTP_PROXY": MANAGED}
 
@@ -135,12 +143,7 @@ def test_what_a_reference_resolves_against_holds_the_pin_too(
     make_host: HostFactory, homes: dict[str, Path], spelling: str, routed: bool
 ) -> None:
     """``parent_env()`` (what an MCP ``${HTTP_PROXY}`` reads) agrees with the build's pin."""
-    managed = homes["root"] / "managed.env"
-    managed.write_text(f"HTTP_PROXY={MANAGED}\n")
-    environ = {"PATH": "/usr/bin"}
-    host = make_host(environ, managed_env_file=managed)
-    host.load_launch_env()
-    environ[spelling] = TWIN  # the host's own value, set after the load
+    host = _host_changing_its_managed_value(make_host, homes, spelling)
     parent = host.parent_env() if not routed else None
     if routed:
         with host.routed(homes["B"]):
