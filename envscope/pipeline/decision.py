@@ -142,6 +142,8 @@ def _by_name(rule: SecretRule, key: str, value: str, layer: Layer, own: bool) ->
         return None
     decl = rule.declaration(key, own=own)
     if decl is None:
+        if not rule.name_context:  # the switch read inline: a build without it pays no call
+            return None
         decl = _name_context(rule, key, value, layer)
         if decl is None:
             return None
@@ -165,11 +167,10 @@ def _by_name(rule: SecretRule, key: str, value: str, layer: Layer, own: bool) ->
 def _name_context(rule: SecretRule, key: str, value: str, layer: Layer) -> Declaration | None:
     """An undeclared name's Tier 2 declaration by its name and value, or None.
 
-    Only with the host's switch on (a build without it pays one attribute per
-    entry), and only where nobody named the entry: a grant, the server's block
-    and a forced hand-over are explicit (their value is still decided, step 3).
+    Only where nobody named the entry: a grant, the server's block and a forced
+    hand-over are explicit (their value is still decided, step 3).
     """
-    if not rule.name_context or layer is Layer.GRANT or layer is Layer.FORCED:
+    if layer is Layer.GRANT or layer is Layer.FORCED:
         return None
     return None if layer in BLOCK_LAYERS else rule.name_context_of(key, value)
 

@@ -169,9 +169,20 @@ def _credential_word(token: str, previous: str | None) -> bool:
     return token.endswith("KEY") and token[:-3] in KEY_QUALIFIERS
 
 
-@functools.lru_cache(maxsize=4096)  # names repeat build after build; cache_clear() resets it
+_CACHED_NAME = 128  # longer names are split every time: the cache never holds a huge key
+
+
 def credential_tokens(name: str) -> tuple[str, ...]:
     """The tokens of ``name`` that make it a credential name; () when none or vetoed."""
+    return _cached_tokens(name) if len(name) <= _CACHED_NAME else _tokens(name)
+
+
+@functools.lru_cache(maxsize=4096)  # names repeat build after build; cache_clear() resets it
+def _cached_tokens(name: str) -> tuple[str, ...]:
+    return _tokens(name)
+
+
+def _tokens(name: str) -> tuple[str, ...]:
     upper = name.strip().upper()
     if upper in VETO_NAMES:
         return ()

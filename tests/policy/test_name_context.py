@@ -151,3 +151,14 @@ def test_random_tokens_of_every_common_alphabet_are_secrets() -> None:
 def test_a_path_url_or_number_never_matches(name: str, value: str) -> None:
     """Whatever the credential name, such a value is not a credential by name context."""
     assert name_context(name, value) is None
+
+
+def test_a_long_name_is_read_alike_but_never_cached() -> None:
+    """The token cache holds short names only: a huge name is split every time, same answer."""
+    from envscope.policy import _name_context
+
+    before = _name_context._cached_tokens.cache_info().currsize
+    long_name = "A" * 300 + "_API_TOKEN"
+    assert credential_tokens(long_name) == ("TOKEN",)
+    assert name_context(long_name, RANDOM) == ("TOKEN",)
+    assert _name_context._cached_tokens.cache_info().currsize == before
