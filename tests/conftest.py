@@ -13,6 +13,7 @@ from coverage.exceptions import CoverageWarning
 
 import envscope
 from envscope import Catalog, Host
+from envscope.manifests._shared_scans import SCANS
 
 
 def write_home(root: Path, name: str, dotenv: Mapping[str, str] | str | None = None) -> Path:
@@ -75,11 +76,13 @@ def make_host(homes: dict[str, Path]) -> HostFactory:
 
 
 @pytest.fixture(autouse=True)
-def _reset_default_host() -> Iterator[None]:
-    """Every test starts and ends with no module-level default host."""
+def _reset_process_state() -> Iterator[None]:
+    """Every test starts and ends with no module-level default host and no shared scan."""
     envscope.configure(None)
+    SCANS.clear()
     yield
     envscope.configure(None)
+    SCANS.clear()
 
 
 UNMEASURED = ("property", "no_cover")

@@ -38,6 +38,13 @@ secret-suffixed names). A home whose complete scan declares nothing has no
 record; a deleted plugin's names leave it with the complete scan that released
 them. ``clear()`` is its reset seam.
 
+Shared with the process. Over the real file system a cache's first probe of
+a home starts from the latest settled probe of its roots any cache of the
+process made, and a probe that comes back as the very stamp of a complete,
+settled scan takes that scan instead of reading the manifests
+(``_shared_scans``: the trust a cache places in its own stamp; a scan with a
+problem is never shared). ``shared=None`` shares nothing.
+
 ``generation`` comes from one counter per cache, so it grows with every new
 result of a home (also across eviction); a rescan that finds exactly the same
 declarations returns the previous object unchanged.
@@ -80,6 +87,7 @@ from envscope.manifests._scan import (
     probe,
     scan,
 )
+from envscope.manifests._shared_scans import SCANS, SharedScans
 from envscope.policy._declarations import (
     Declaration,
     HomeDeclarations,
@@ -196,6 +204,7 @@ class ManifestCache:
         on_unreadable_platform: UnreadablePlatformMode = "raise",
         maxsize: int = 256,
         gate: ChangeGate | None = None,
+        shared: SharedScans | Literal["process"] | None = "process",
     ) -> None:
         if on_unreadable_platform not in ("raise", "deny"):
             raise ConfigurationError(
@@ -205,6 +214,11 @@ class ManifestCache:
             raise ConfigurationError(f"maxsize must be at least 1, not {maxsize!r}")
         self._bundled_root = bundled_root
         self._fs: FileSystem = RealFileSystem() if fs is None else fs
+        # Probes and complete scans shared with other caches: by default the process's,
+        # over the real file system only (never a seam's: its answers are its own).
+        if shared == "process":
+            shared = SCANS if type(self._fs) is RealFileSystem else None
+        self._process: SharedScans | None = shared
         self._mode: UnreadablePlatformMode = on_unreadable_platform
         self._lock = threading.Lock()
         from cachetools import LRUCache  # on first use: keeps ``import envscope`` cheap
@@ -267,6 +281,18 @@ class ManifestCache:
             if len(self._parsed) > len(current) or any(c not in current for c in self._parsed):
                 self._parsed = {c: p for c, p in self._parsed.items() if c in current}
 
+    def _scan(self, found: Probe) -> ScanResult:
+        """The scan of a probe: a complete one the process already read from it, else read."""
+        shared = self._process
+        kept = None if shared is None else shared.scanned(found.stamp)
+        if kept is not None:
+            return kept
+        result = scan(self._fs, found, self._parsed)
+        self._prune_parsed()
+        if shared is not None:
+            shared.remember(found, result)
+        return result
+
     def _gated(self, key: str, home_path: str) -> _Entry | None:
         """The cached entry when the gate vouches for it (no probe, no single-flight queue).
 
@@ -317,7 +343,8 @@ class ManifestCache:
             expected = cached.expected(self._shared)
         else:
             roots = home_roots(home_path, self._bundled_root)
-            expected = dict(self._shared)
+            process = {} if self._process is None else self._process.expected(roots)
+            expected = {**process, **self._shared}
         if gate is None or cached is None:
             # A home's first probe is the stamp alone: watches are placed from its second
             # probe on, for homes built again (docs/manifests.md, "Change notification").
@@ -350,8 +377,7 @@ class ManifestCache:
                 with self._lock:
                     cached.ticket = max(cached.ticket, ticket)
                 return cached
-            result = scan(self._fs, found, self._parsed)
-            self._prune_parsed()
+            result = self._scan(found)
             if not result.changed or attempt == MAX_REREADS:
                 break
             # A manifest changed between the probe and the read (an updater's os.replace):
