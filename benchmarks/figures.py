@@ -17,6 +17,7 @@ from benchmarks.measure import Config, Figure, floor_for, interleaved, percentil
 from benchmarks.workloads import Workload
 from envscope import Catalog, Host, Trace
 from envscope.manifests._parse_memo import PARSES
+from envscope.manifests._shared_scans import SCANS
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 
 COLD_1000_TARGET_MS = 500.0
@@ -139,6 +140,12 @@ def w2_warm_figure(cfg: Config, catalog: Catalog, w2: Workload) -> Figure:
 # -- cold builds -------------------------------------------------------------------------
 
 
+def forget_process_reads() -> None:
+    """Empty the process's parse memo and shared scans: no host of it read a manifest yet."""
+    PARSES.clear()
+    SCANS.clear()
+
+
 def cold_figures(cfg: Config, catalog: Catalog, homes: dict[int, str]) -> list[Figure]:
     """F3: a policy built from nothing (new host) for one home of 10, 100, 1,000 manifests."""
     Host(homes[10], catalog=catalog).policy()  # loads pydantic and yaml once, outside the timing
@@ -149,7 +156,7 @@ def cold_figures(cfg: Config, catalog: Catalog, homes: dict[int, str]) -> list[F
         for n, home in homes.items():
             if i < cfg.cold_reps[n]:
                 for gate, into in ((None, samples), (False, stamped)):
-                    PARSES.clear()  # cold: no manifest parsed yet in this process
+                    forget_process_reads()  # cold: no manifest read yet in this process
                     gc.collect()
                     start = time.perf_counter_ns()
                     Host(home, catalog=catalog, change_notification=gate).policy()
@@ -160,7 +167,7 @@ def cold_figures(cfg: Config, catalog: Catalog, homes: dict[int, str]) -> list[F
     for i in range(max(cfg.cold_reps.values())):
         for n, home in homes.items():
             if i < cfg.cold_reps[n]:
-                PARSES.clear()
+                forget_process_reads()
                 host = Host(home, catalog=catalog)
                 host.policy()
                 gc.collect()
@@ -509,14 +516,14 @@ def memory_per_home(
 
     ``gate=False``: without the change gate. ``builds=2``: each home built twice, so
     the gate watches it (a home is watched from its second probe). The process's
-    parse memo (``manifests._parse_memo``: bounded, shared by every host) is
-    emptied before and after, so it never counts as a home's.
+    parse memo and shared scans (``manifests._parse_memo``, ``manifests._shared_scans``:
+    bounded, shared by every host) are emptied before and after: never a home's.
     """
     host = workload.host(catalog, change_notification=gate)
     for _ in range(builds):  # host-wide structures (shared bundled probe, memo) first
         host.policy(workload.launch)
         host.policy(workload.profiles[0])
-    PARSES.clear()
+    forget_process_reads()
     gc.collect()
     tracemalloc.start()
     try:
@@ -524,7 +531,7 @@ def memory_per_home(
         for home in measured:
             for _ in range(builds):
                 host.policy(home)
-        PARSES.clear()
+        forget_process_reads()
         gc.collect()
         after = tracemalloc.get_traced_memory()[0]
     finally:
