@@ -13,6 +13,8 @@ from coverage.exceptions import CoverageWarning
 
 import envscope
 from envscope import Catalog, Host
+from envscope.files._dotenv import DOTENV_PARSES
+from envscope.manifests._parse_memo import PARSES
 from envscope.manifests._shared_scans import SCANS
 
 
@@ -77,12 +79,15 @@ def make_host(homes: dict[str, Path]) -> HostFactory:
 
 @pytest.fixture(autouse=True)
 def _reset_process_state() -> Iterator[None]:
-    """Every test starts and ends with no module-level default host and no shared scan."""
+    """Every test starts and ends with no default host and empty process-wide memos."""
+    memos = (SCANS, PARSES, DOTENV_PARSES)
     envscope.configure(None)
-    SCANS.clear()
+    for memo in memos:
+        memo.clear()
     yield
     envscope.configure(None)
-    SCANS.clear()
+    for memo in memos:
+        memo.clear()
 
 
 UNMEASURED = ("property", "no_cover")

@@ -5,7 +5,8 @@ python-dotenv's own ``dotenv_values`` interpolates ``${VAR}`` against the real
 parses with python-dotenv's parser and interpolates against the file itself
 plus an explicit mapping the caller chooses (never silently the process).
 
-``parse_dotenv`` is pure; ``read_dotenv`` is the one reader, used by ``Host``.
+``parse_dotenv`` is pure; ``read_dotenv`` is the one reader, used by ``Host``
+(a text without ``$`` it parsed before is answered by ``DOTENV_PARSES``).
 
 Bounded work. python-dotenv has two spots that are quadratic in hostile input;
 both are closed here so a 1 MiB file cannot stall a build:
@@ -52,8 +53,10 @@ from collections.abc import Iterator, Mapping
 
 from envscope._inputs import valid_name
 from envscope.errors import DotenvError
+from envscope.files._content_memo import ContentMemo
 
 __all__ = [
+    "DOTENV_PARSES",
     "MAX_BLANK_RUN_COST",
     "MAX_DOTENV_BYTES",
     "MAX_DOTENV_LINES",
@@ -68,6 +71,15 @@ MAX_BLANK_RUN_COST = 4096 * 4096
 """Budget for long blank runs (sum of squared lengths); see the module docstring."""
 MAX_EXPANDED_CHARS = 4 * MAX_DOTENV_BYTES
 """Most characters one file's values may hold after interpolation (all values together)."""
+
+DOTENV_PARSES: ContentMemo[tuple[tuple[str, str], ...]] = ContentMemo(64, 16 * 1024)
+"""What ``read_dotenv`` parsed from a file's text with no ``$`` in it, by ``(path, text)``.
+
+A process-wide memo (``files._content_memo``): the file is still read and its
+text compared whole, only the parse is skipped; at most 64 files of at most
+16 Ki characters; ``DOTENV_PARSES.clear()`` resets it. A text with a ``$`` is
+parsed every time (its interpolation reads ``environ``).
+"""
 
 _FREE_BLANK_RUN = 16
 _BLANK_RUN = r"[^\S\r\n]+"  # compiled on first use (``re`` caches it): ``Host`` imports this
@@ -313,11 +325,18 @@ def read_dotenv(
         failure = DotenvError(path, f"not valid UTF-8 at byte {exc.start}", line=line)
     if failure is not None:
         raise failure
-    return parse_dotenv(
-        text,
-        path=path,
-        environ=environ,
-        override=override,
-        interpolate=interpolate,
-        universal_newlines=True,  # python-dotenv reads files in text mode
-    )
+
+    def parse() -> tuple[tuple[str, str], ...]:
+        values = parse_dotenv(
+            text,
+            path=path,
+            environ=environ,
+            override=override,
+            interpolate=interpolate,
+            universal_newlines=True,  # python-dotenv reads files in text mode
+        )
+        return tuple(values.items())
+
+    if "$" in text:  # interpolation reads ``environ``: not a function of the text alone
+        return dict(parse())
+    return dict(DOTENV_PARSES.answer((path, text), len(text), parse))

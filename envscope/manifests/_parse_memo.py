@@ -4,22 +4,21 @@
 path they were read from (the path is in the result and in its errors), and
 its result is immutable. So a manifest another ``Host`` of this process (or a
 scan of another home sharing the file) already parsed is not parsed again:
-its bytes are still read and compared whole (the key is ``(path, data)``), so
-an edit, however small, is a new key and a new parse. No file system state
-is trusted here: only equal bytes give the earlier answer.
+its bytes are still read and compared whole (the key is ``(path, data)``,
+``files._content_memo``), so an edit, however small, is a new key and a new
+parse.
 
 Bounded: at most ``MEMO_ENTRIES`` manifests, each at most ``MEMO_MAX_BYTES``
-(a larger one is parsed every time); when full the memo is emptied and fills
-again (no order to keep, nothing to lock: every operation is one dict call).
-A manifest that fails to parse is never kept (its ``ManifestError`` is raised
-anew each time). ``clear()`` is the reset seam.
+(a larger one is parsed every time); emptied when full. A manifest that fails
+to parse is never kept. ``PARSES.clear()`` is the reset seam.
 """
 
 from __future__ import annotations
 
+from envscope.files._content_memo import ContentMemo
 from envscope.manifests._schema import Manifest, parse_manifest
 
-__all__ = ["MEMO_ENTRIES", "MEMO_MAX_BYTES", "ParseMemo", "parsed_manifest"]
+__all__ = ["MEMO_ENTRIES", "MEMO_MAX_BYTES", "PARSES", "ParseMemo", "parsed_manifest"]
 
 MEMO_ENTRIES = 512
 """How many parsed manifests the memo keeps (their bytes and paths are the keys)."""
@@ -28,35 +27,17 @@ MEMO_MAX_BYTES = 4096
 """A manifest larger than this is parsed every time (it would hold too much memory)."""
 
 
-class ParseMemo:
+class ParseMemo(ContentMemo[Manifest]):
     """``(path, data)`` → the ``Manifest`` parsed from them; thread-safe, bounded."""
 
-    __slots__ = ("_found", "entries", "max_bytes")
+    __slots__ = ()
 
     def __init__(self, entries: int = MEMO_ENTRIES, max_bytes: int = MEMO_MAX_BYTES) -> None:
-        self._found: dict[tuple[str, bytes], Manifest] = {}
-        self.entries = entries
-        self.max_bytes = max_bytes
+        super().__init__(entries, max_bytes)
 
     def parse(self, data: bytes, path: str) -> Manifest:
         """``parse_manifest(data, path)``, from the memo when these bytes were parsed there."""
-        if len(data) > self.max_bytes:
-            return parse_manifest(data, path)
-        key = (path, bytes(data))
-        found = self._found.get(key)
-        if found is None:
-            found = parse_manifest(data, path)  # ManifestError: never kept
-            if len(self._found) >= self.entries:
-                self._found.clear()
-            self._found[key] = found
-        return found
-
-    def clear(self) -> None:
-        """Forget every parsed manifest (a reset seam for tests)."""
-        self._found.clear()
-
-    def __len__(self) -> int:
-        return len(self._found)
+        return self.answer((path, bytes(data)), len(data), lambda: parse_manifest(data, path))
 
 
 PARSES = ParseMemo()
