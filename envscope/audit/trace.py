@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from envscope._inputs import shown_key
 from envscope.errors import ConfigurationError, EnvscopeError
 from envscope.policy._declarations import Origin, Problem
-from envscope.policy._reasons import RESIDUE_REASONS, SECRET_REASONS, Action, Reason, Stage
+from envscope.policy._reasons import SUMMARY_GROUPS, Action, Reason, Stage
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
@@ -263,10 +263,13 @@ class Trace:
     def summary(self) -> str:
         """One line a host can log when a child fails, so no stripped variable is a mystery."""
         removed = list(self.removed().values())
-        secrets = sum(1 for d in removed if d.reason in SECRET_REASONS)
-        residue = sum(1 for d in removed if d.reason in RESIDUE_REASONS)
-        other = len(removed) - secrets - residue
-        parts = [_count(secrets, "declared secret"), f"{residue} launch residue"]
+        parts = []
+        other = len(removed)
+        for one, many, reasons, always in SUMMARY_GROUPS:
+            n = sum(1 for d in removed if d.reason in reasons)
+            other -= n
+            if n or always:
+                parts.append(f"{n} {one if n == 1 else many}")
         if other:
             parts.append(f"{other} by surface policy")
         return (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["RESIDUE_REASONS", "SECRET_REASONS", "Action", "Reason", "Stage"]
+__all__ = ["RESIDUE_REASONS", "SUMMARY_GROUPS", "Action", "Reason", "Stage"]
 
 
 class Action(enum.Enum):
@@ -139,17 +139,32 @@ _SENTENCES: dict[Reason, str] = {
     ),
 }
 
-# How Trace.summary() groups the reasons a key was removed.
-SECRET_REASONS = frozenset(
-    {
-        Reason.TIER1,
-        Reason.TIER2,
-        Reason.LAUNCH_CREDENTIAL,
-        Reason.FORCE_REFUSED,
-        Reason.ALIAS_OF,
-        Reason.VALUE_SHAPE,
-        Reason.INJECTION_VECTOR,
-        Reason.NAME_CONTEXT,
-    }
-)
 RESIDUE_REASONS = frozenset({Reason.LAUNCH_RESIDUE, Reason.LAUNCH_GATE})
+
+SUMMARY_GROUPS: tuple[tuple[str, str, frozenset[Reason], bool], ...] = (
+    (
+        "declared secret",
+        "declared secrets",
+        frozenset(
+            {
+                Reason.TIER1,
+                Reason.TIER2,
+                Reason.LAUNCH_CREDENTIAL,
+                Reason.FORCE_REFUSED,
+                Reason.ALIAS_OF,
+            }
+        ),
+        True,
+    ),
+    (
+        "undeclared credential",
+        "undeclared credentials",
+        frozenset({Reason.VALUE_SHAPE, Reason.NAME_CONTEXT}),
+        False,
+    ),
+    ("injection vector", "injection vectors", frozenset({Reason.INJECTION_VECTOR}), False),
+    ("launch residue", "launch residue", RESIDUE_REASONS, True),
+)
+"""How ``Trace.summary()`` counts the keys a build removed, in its order: each group's
+noun (one, many), its reasons, and whether it is shown at zero; any other reason is
+"by surface policy"."""

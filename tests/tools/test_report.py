@@ -89,6 +89,29 @@ def test_summary_line(make_host: HostFactory, homes: dict[str, Path]) -> None:
     assert "1 by surface policy" in mcp.summary()
 
 
+TOKEN_VALUE = "q8Zr2LwX7nVb4TkY9sHd3FgJ6mPc1RxE"
+
+
+@pytest.mark.parametrize(
+    ("entries", "part"),
+    [
+        ({"ACME_API_TOKEN": TOKEN_VALUE}, "1 undeclared credential,"),
+        ({"A_TOKEN": TOKEN_VALUE, "B_SECRET": TOKEN_VALUE[::-1]}, "2 undeclared credentials,"),
+    ],
+    ids=["one", "two"],
+)
+def test_the_summary_never_calls_an_undeclared_credential_declared(
+    make_host: HostFactory, entries: dict[str, str], part: str
+) -> None:
+    """A key stripped by name context is counted as what it is, not as a declared secret."""
+    trace = Trace()
+    make_host(name_context=True).build_subprocess_env({"PATH": "/b", **entries}, trace=trace)
+    assert trace.summary() == (
+        f"envscope removed {len(entries)} variable{'s' if len(entries) > 1 else ''} for this "
+        f"child: 0 declared secrets, {part} 0 launch residue; run `envscope explain` for details"
+    )
+
+
 def test_diff_of_two_builds(make_host: HostFactory, homes: dict[str, Path]) -> None:
     """``diff`` lists added, removed and changed keys with the rule; values never shown."""
     host = make_host(
