@@ -44,7 +44,7 @@ def host_options(
     refuse_redirecting: bool,
     mcp_families: Iterable[str],
     drop_refused_extra: bool = False,
-    name_context: bool = False,
+    name_context: bool = True,
 ) -> HostOptions:
     """The ``Host`` keywords checked into one record (see ``Host`` for each one)."""
     _check_seams(catalog, fs)

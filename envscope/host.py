@@ -96,7 +96,7 @@ class Host:
         refuse_redirecting: bool = False,
         mcp_families: Iterable[str] = (),
         drop_refused_extra: bool = False,
-        name_context: bool = False,
+        name_context: bool = True,
     ) -> None:
         self.launch_home = home_identity(launch_home)
         check_flags({"multiplex": multiplex})

@@ -84,11 +84,24 @@ def test_a_reference_to_an_undeclared_credential_is_refused_until_granted(
 def test_the_same_credential_typed_as_a_literal_passes(
     make_host: HostFactory, homes: dict[str, Path], tmp_path: Path, fmt: str, routed: bool
 ) -> None:
-    """The operator typing the token into the block is the operator's grant to that server."""
-    host = make_host({"PATH": "/usr/bin", "MY_GH_PAT": PAT})
+    """The operator typing the token into the block is the operator's grant to that server.
+
+    With name context on (the default) the host's ``MY_GH_PAT`` is a credential the host
+    holds, so a literal equal to it is refused until granted, as one equal to a declared
+    secret is (no oracle); with it off the host holds no such secret and the literal passes.
+    """
     path = FORMATS[fmt].write(tmp_path, {"TOKEN": PAT}, [])
+    plain = make_host({"PATH": "/usr/bin", "MY_GH_PAT": PAT}, name_context=False)
+    with _bound(plain, homes, routed):  # type: ignore[attr-defined]
+        params = load_server_parameters(plain, path, sdk_defaults="allow")
+    assert params["srv"].env is not None
+    assert params["srv"].env["TOKEN"] == PAT
+    host = make_host({"PATH": "/usr/bin", "MY_GH_PAT": PAT})
     with _bound(host, homes, routed):  # type: ignore[attr-defined]
-        params = load_server_parameters(host, path, sdk_defaults="allow")
+        with pytest.raises(ConfigFileError, match="grant") as refused:
+            load_server_parameters(host, path, sdk_defaults="allow")
+        assert PAT not in str(refused.value)
+        params = load_server_parameters(host, path, grants={"srv": ["TOKEN"]}, sdk_defaults="allow")
     assert params["srv"].env is not None
     assert params["srv"].env["TOKEN"] == PAT
 
@@ -319,7 +332,7 @@ def test_every_env_the_factory_built_passes_the_guard(
     with _bound(host, homes, routed):  # type: ignore[attr-defined]
         env = host.build_subprocess_env(surface=surface)
         assert offences(host, env, implicit=False) == []
-        assert_no_secrets(env, host=host)
+        assert_no_secrets(env, host=host, inherit_credentials=surface is Surface.CREDENTIALED)
     assert ("COPY" in env) is (not aliases)  # an ambient export, no launch residue
     assert "TELEGRAM_BOT_TOKEN" not in env
 

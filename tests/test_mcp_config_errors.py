@@ -257,8 +257,10 @@ def test_the_two_step_api_carries_what_the_host_resolved(
     from envscope.policy.formats import format_table
 
     pat = next(f.example for f in format_table().formats if f.name == "github-classic-pat")
-    path = _write(tmp_path, "claude", "x", env={"TOOL_PAT": "${HOST_PAT}", "TYPED": pat})
-    host = make_host({**PARENT, "HOST_PAT": pat})
+    # the host's copy under a plain name: a credential by its format only (under a credential
+    # name, name context makes it a secret the host holds, and the literal is refused too)
+    path = _write(tmp_path, "claude", "x", env={"TOOL_PAT": "${HOST_VALUE}", "TYPED": pat})
+    host = make_host({**PARENT, "HOST_VALUE": pat})
     (server,) = read_server_config(path, host.parent_env()).values()
     assert server.env.resolved == {"TOOL_PAT"}  # type: ignore[attr-defined]
     params = stdio_server_parameters(

@@ -13,6 +13,9 @@ keys in the host's ``environ`` dict. Every build must:
   partial scan (never a mix);
 - carry its own home's scope (``context`` isolation between threads);
 - raise nothing.
+
+The hosts run with name context off: every name here is secret-suffixed on
+purpose, and which of them a child loses is the manifests' answer alone.
 """
 
 from __future__ import annotations
@@ -185,7 +188,8 @@ def test_soak_no_leak_no_error_one_policy_per_build(tmp_path: Path) -> None:
         "HOME": "/home/op",
         **{name: f"fake-{name}" for name in (*names, *CATALOG_TIER1, *CATALOG_TIER2)},
     }
-    host = Host(launch, environ=environ, catalog=Catalog.default(), on_unreadable_platform="deny")
+    host = Host(launch, environ=environ, catalog=Catalog.default(), on_unreadable_platform="deny",
+                name_context=False)  # fmt: skip
     host.load_launch_env()
     assert environ["LAUNCH_MARKER"] == "launch"
     stop = threading.Event()
@@ -277,7 +281,8 @@ def test_soak_atomic_replace_raises_nothing_in_raise_mode(tmp_path: Path) -> Non
         "PATH": "/usr/bin",
         **{name: f"fake-{name}" for name in (*names, *CATALOG_TIER1, *CATALOG_TIER2)},
     }
-    host = Host(launch, environ=environ, catalog=Catalog.default())  # raise: the default mode
+    # raise: the default mode
+    host = Host(launch, environ=environ, catalog=Catalog.default(), name_context=False)
     host.load_launch_env()
     stop = threading.Event()
     rewrites = Tally()

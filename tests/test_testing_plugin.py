@@ -165,6 +165,7 @@ def tree(tmp_path: Path) -> HostTree:
 
 T2 = "Tier 2, child does not inherit credentials"
 FORCED = "force prefix not unwrapped"
+NC = "a credential by its name and value: SECRET"
 SECRET = SECRET_VALUE
 CHATX_KEY = "CHATX_SIGNING_SECRET"
 
@@ -180,7 +181,9 @@ NO_SECRET_CASES: list[tuple[str, dict[str, str], str | None, bool, list[str]]] =
     ("force-prefix", {"_ENVSCOPE_FORCE_X": "1"}, None, False, [f"_ENVSCOPE_FORCE_X ({FORCED})"]),
     ("force-lower", {"_envscope_force_x": "1"}, None, True, [f"_envscope_force_x ({FORCED})"]),
     ("plugin-home", {"CHATX_SIGNING_SECRET": SECRET}, "work", True, [f"{CHATX_KEY} (Tier 1)"]),
-    ("plugin-elsewhere", {"CHATX_SIGNING_SECRET": SECRET}, LAUNCH, False, []),
+    # declared in another home only: here a credential by its name (Tier 2), not Tier 1
+    ("plugin-elsewhere", {"CHATX_SIGNING_SECRET": SECRET}, LAUNCH, False, [f"{CHATX_KEY} ({NC})"]),
+    ("plugin-elsewhere-credentialed", {"CHATX_SIGNING_SECRET": SECRET}, LAUNCH, True, []),
     (
         "several-sorted",
         {"OPENAI_API_KEY": "1", "EDITOR": "vim", "GH_TOKEN": "2"},

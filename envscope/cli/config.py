@@ -15,7 +15,7 @@ change_notification: true        # Linux: inotify in front of the manifest stamp
 mcp_families: [desktop, ssh-agent]  # capabilities MCP children get: DISPLAY…, SSH_AUTH_SOCK
 refuse_redirecting: false        # true: extra/scopes may not set PATH, HOME, indexes, proxies…
 drop_refused_extra: false        # true: a declared name in extra is dropped (traced), not an error
-name_context: false              # true: an undeclared credential name + value is a credential
+name_context: true               # false: an undeclared credential name + value passes (warned only)
 surfaces:
   script: {inherit: core, include: ["CI_*"], exclude: ["*_DEBUG"], set: {PAGER: cat}}
   terminal: {default_excludes: true}  # Codex's *KEY* *SECRET* *TOKEN* excludes
@@ -85,7 +85,7 @@ class HostConfig:
     mcp_families: tuple[str, ...] = ()
     refuse_redirecting: bool = False
     drop_refused_extra: bool = False
-    name_context: bool = False
+    name_context: bool = True
 
     def resolve_home(self, name_or_path: str | None) -> str:
         """A home named in ``homes`` (or ``launch``), else an existing directory.
@@ -219,7 +219,7 @@ def _model() -> type[pydantic.BaseModel]:
         mcp_families: list[Literal["desktop", "ssh-agent"]] = Field(default_factory=list)
         refuse_redirecting: bool = False
         drop_refused_extra: bool = False
-        name_context: bool = False
+        name_context: bool = True
 
     return ConfigDoc
 

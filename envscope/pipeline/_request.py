@@ -73,7 +73,7 @@ class HostOptions:
     mcp_network_trust: bool  # the proxy/CA family reaches MCP children
     refuse_redirecting: bool  # the redirecting family (PATH, HOME, indexes, proxies) too
     drop_refused_extra: bool = False  # a declared name in extra: dropped and traced, not raised
-    name_context: bool = False  # an undeclared credential name with a credential's value: Tier 2
+    name_context: bool = True  # an undeclared credential name with a credential's value: Tier 2
 
     def global_names(self, catalog: Catalog) -> frozenset[str]:
         """Upper-cased names never stripped as launch residue, under ``catalog``."""

@@ -125,7 +125,7 @@ class SecretRule:
         clean: CleanValues | None = None,
         strip_values: bool = True,
         home: tuple[str, str] | None = None,
-        name_context: bool = False,
+        name_context: bool = True,
     ) -> None:
         """Collect the secret values of one context.
 
@@ -145,7 +145,7 @@ class SecretRule:
         home variable and the context's home: that exact entry is the child's
         own home (``is_home``), never decided. ``name_context``: an undeclared
         name that says credential, with a value that looks like one, is a Tier 2
-        credential (``name_context_of``; ``Host(name_context=True)``, off by default for now).
+        credential (``name_context_of``; on by default, ``Host(name_context=False)`` turns it off).
         """
         self._home = None if home is None else (home[0].upper(), home[1])
         self._policy = policy

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -337,18 +338,23 @@ def test_explain_name_shape_warnings_strict_and_silencing(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A kept look-alike is warned in text and JSON (key, kind); --strict exits 1;
-    the config's known_safe silences it."""
+    the config's known_safe silences it. A password name with a password's value is no
+    look-alike: name context strips it (and the config's known_safe keeps it, warned no more)."""
     monkeypatch.setenv("MY_APP_KEY", "plain-operator-value")
     monkeypatch.setenv("SERVICE_PASSWORD", "pw-of-db")
     code, out, _ = run_cli(capsys, "explain", "--home", "personal", "--json")
     warnings = json.loads(out)["warnings"]
     assert code == 0
     found = {(w["key"], w["kind"]) for w in warnings}
-    assert {("MY_APP_KEY", "credential-suffix"), ("SERVICE_PASSWORD", "credential-suffix")} <= found
+    assert ("MY_APP_KEY", "credential-suffix") in found
+    assert "SERVICE_PASSWORD" not in {key for key, _ in found}
     assert "plain-operator-value" not in out
     assert "pw-of-db" not in out
     code, text, _ = run_cli(capsys, "explain", "--home", "personal")
     assert "MY_APP_KEY: the name looks like a credential (credential-suffix)" in text
+    assert re.search(
+        r"SERVICE_PASSWORD +stripped +sanitize +name-context +name-context: PASSWORD", text
+    )
     assert "pw-of-db" not in text
     assert run_cli(capsys, "explain", "--home", "personal", "--strict")[0] == 1
     config = tmp_path / "envscope.yaml"

@@ -130,9 +130,13 @@ def test_show_values_masks_a_routed_profiles_own_copies_of_launch_secrets(
 def test_the_warning_on_a_routed_profiles_value_under_a_launch_declared_name(
     capsys: pytest.CaptureFixture[str], config: str, tmp_path: Path
 ) -> None:
-    """B's own CHATX_BOT_TOKEN: kept, and the warning says the launch policy declares the name."""
+    """B's own CHATX_BOT_TOKEN: kept, and the warning says the launch policy declares the name.
+
+    On a credentialed child: a terminal child loses it by name context (a token's name, a
+    token's value), as it loses B's own Tier 2 credentials."""
     (tmp_path / "B" / ".env").write_text(f"CHATX_BOT_TOKEN={B_OWN_PLATFORM}\n")
-    assert main(["--config", config, "explain", "--home", "b"]) in (0, 1)
+    argv = ["--config", config, "explain", "--home", "b", "--surface", "credentialed"]
+    assert main(argv) in (0, 1)
     out = capsys.readouterr().out
     warning = next(line for line in out.splitlines() if line.startswith("warning: CHATX_BOT"))
     assert "launch home's policy declares the name" in warning

@@ -158,7 +158,8 @@ def test_a_host_that_keeps_copies_still_withholds_names() -> None:
          "OPENAI_API_KEY (Tier 2, child does not inherit credentials)"),
         ("COPY", BOT, False, "COPY (the value of TELEGRAM_BOT_TOKEN)"),
         ("COPY", f"Bearer {BOT}", False, "COPY (holds the value of TELEGRAM_BOT_TOKEN)"),
-        ("MY_PAT", PAT, False, "MY_PAT (holds a github-classic-pat credential)"),
+        ("MY_PAT", PAT, False, "MY_PAT (a credential by its name and value: PAT)"),
+        ("NOTES", PAT, False, "NOTES (holds a github-classic-pat credential)"),
     ],
 )  # fmt: skip
 def test_one_wording_of_a_withheld_entry(key: str, value: str, inherit: bool, said: str) -> None:

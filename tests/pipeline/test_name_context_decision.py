@@ -155,9 +155,12 @@ def _rule_host(on: bool) -> Host:
     return _HOSTS[on]
 
 
-@pytest.mark.parametrize(("line", "stripped"), [("", False), ("name_context: true\n", True)])
+@pytest.mark.parametrize(
+    ("line", "stripped"),
+    [("", True), ("name_context: true\n", True), ("name_context: false\n", False)],
+)
 def test_the_config_file_switch(tmp_path: Path, line: str, stripped: bool) -> None:
-    """``name_context`` in envscope.yaml reaches the host (default: off)."""
+    """``name_context`` in envscope.yaml reaches the host (default: on)."""
     from envscope.cli.config import load_config
 
     (tmp_path / "launch").mkdir()

@@ -6,7 +6,12 @@ adapter census and the host itself (multiplex on/off), and checks the
 invariants of docs/security.md's promises after every build. The manifest
 cache is modelled exactly (a stamp per home; every write gets a unique
 mtime), so the machine knows each home's policy without asking envscope, and
-compares it with ``host.policy``.
+compares it with ``host.policy``. Its hosts run with name context off: the
+machine models the declared tiers and the manifests, and name context (an
+undeclared credential by its name and value) is pinned apart, as "on is off
+minus exactly the rule's matches and their copies"
+(``tests/pipeline/test_name_context_decision.py``) and by the one-rule
+differential, which draws the switch.
 """
 
 from __future__ import annotations
@@ -247,6 +252,7 @@ class HostMachine(RuleBasedStateMachine):
             fs=self.fs,
             on_unreadable_platform=self.MODE,
             windows=self.WINDOWS,
+            name_context=False,  # modelled apart: test_name_context_decision, the one-rule property
         )
         per_home = {str(self.path(h)): dict(v) for h, v in self.sources.items()}
         host.add_secret_source(StaticSource("vault", per_home))
