@@ -9,13 +9,15 @@ and tuples: nothing here costs at import, the patterns compile on first use):
 - **the name.** It is split into tokens at ``_``, ``-`` and ``.``. A token is a
   credential word when it is one of ``TOKEN SECRET PASSWORD PASSWD PASSPHRASE
   APIKEY CREDENTIALS CREDENTIAL`` or ends in one (``AUTHTOKEN``, ``APITOKEN``,
-  ``CLIENTSECRET``), or is exactly ``PWD PASS AUTH PAT SALT``; ``KEY`` counts
-  only after a qualifier (``API SECRET ACCESS PRIVATE SIGNING CLIENT
+  ``CLIENTSECRET``), or is exactly ``PWD PASS AUTH PAT SALT JWT``; ``KEY``
+  counts only after a qualifier (``API SECRET ACCESS PRIVATE SIGNING CLIENT
   ENCRYPTION MASTER SESSION SERVICE ACCOUNT AUTH HMAC JWT WEBHOOK SHARED
-  APP``), as its own token or joined (``SECRETKEY``). Vetoes: a ``PUBLIC``,
+  APP NONCE LICENSE``), as its own token or joined (``SECRETKEY``). Vetoes: a ``PUBLIC``,
   ``PUBLISHABLE`` or ``PUB`` token anywhere, a last token that names where or
   what rather than the secret (``FILE PATH DIR URL ID NAME HOST PORT USER …``,
-  ``VETO_LAST``), and the shell's own ``PWD``/``OLDPWD``.
+  ``VETO_LAST``), a credential word right after ``SHORT`` (a token's first
+  characters, an identifier: ``VETO_BEFORE``), and the shell's own
+  ``PWD``/``OLDPWD``.
 - **the value** (``looks_secret``). At least 8 characters after trimming,
   one line, no whitespace, and not a number, a boolean, a placeholder
   (``changeme``, ``<PASSWORD>``, ``${VAR}``, ``xxxx``, ``…EXAMPLE``), a path,
@@ -39,6 +41,7 @@ from collections import Counter
 __all__ = [
     "KEY_QUALIFIERS",
     "PASSWORD_WORDS",
+    "VETO_BEFORE",
     "VETO_LAST",
     "credential_tokens",
     "looks_secret",
@@ -57,7 +60,7 @@ CREDENTIAL_SUFFIX_WORDS = (
 )
 """Words that make a token a credential word alone or at its end (``AUTHTOKEN``)."""
 
-EXACT_WORDS = frozenset({"PWD", "PASS", "AUTH", "PAT", "SALT"})
+EXACT_WORDS = frozenset({"PWD", "PASS", "AUTH", "PAT", "SALT", "JWT"})
 """Short words that count only as a whole token (``COMPASS``, ``OAUTH`` and ``PATH`` do not)."""
 
 PASSWORD_WORDS = frozenset({"PASSWORD", "PASSWD", "PWD", "PASSPHRASE", "PASS"})
@@ -83,6 +86,8 @@ KEY_QUALIFIERS = frozenset(
         "WEBHOOK",
         "SHARED",
         "APP",
+        "NONCE",
+        "LICENSE",
     }
 )
 """The tokens after which ``KEY`` is a credential word (a ``CACHE_KEY`` or ``SORT_KEY`` is not)."""
@@ -132,6 +137,10 @@ VETO_LAST = frozenset(
 """A last token that names where a secret is or what it is like, not the secret itself."""
 
 VETO_NAMES = frozenset({"PWD", "OLDPWD"})  # the shell's working directories
+
+VETO_BEFORE = frozenset({"SHORT"})
+"""A credential word right after one of these names an identifier cut from a credential
+(GitLab's ``CI_RUNNER_SHORT_TOKEN``, printed in every job log), not the credential."""
 
 _NUMBER = r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?"
 _BOOLEAN = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null", "nil"})
@@ -192,7 +201,7 @@ def _tokens(name: str) -> tuple[str, ...]:
     found = []
     for i, token in enumerate(tokens):
         previous = tokens[i - 1] if i else None
-        if _credential_word(token, previous):
+        if _credential_word(token, previous) and previous not in VETO_BEFORE:
             found.append(f"{previous}_{token}" if token == "KEY" else token)
     return tuple(found)
 

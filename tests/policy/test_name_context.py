@@ -37,7 +37,10 @@ CREDENTIAL_NAMES = {
     "STRIPE_SECRET_KEY": ("SECRET", "SECRET_KEY"),
     "AWS_SECRET_ACCESS_KEY": ("SECRET", "ACCESS_KEY"),
     "OAUTH_CLIENT_SECRET": ("SECRET",),
-    "JWT_SIGNING_KEY": ("SIGNING_KEY",),
+    "JWT_SIGNING_KEY": ("JWT", "SIGNING_KEY"),
+    "CI_JOB_JWT": ("JWT",),
+    "WORDPRESS_NONCE_KEY": ("NONCE_KEY",),
+    "NEW_RELIC_LICENSE_KEY": ("LICENSE_KEY",),
     "ACME_ACCESS_KEY": ("ACCESS_KEY",),
     "ACME_PRIVATE_KEY": ("PRIVATE_KEY",),
     "ACME_SECRETKEY": ("SECRETKEY",),
@@ -46,6 +49,7 @@ CREDENTIAL_NAMES = {
     "ACTIONS_ID_TOKEN_REQUEST_TOKEN": ("TOKEN", "TOKEN"),
     "acme-api-token": ("TOKEN",),
     "npm.config.password": ("PASSWORD",),
+    "SHORT_LIVED_TOKEN": ("TOKEN",),  # SHORT vetoes only the word right after it
 }
 
 NOT_CREDENTIAL_NAMES = [
@@ -66,6 +70,7 @@ NOT_CREDENTIAL_NAMES = [
     "AUTH_TYPE",
     "SECRET_NAME",
     "VAULT_TOKEN_TTL",
+    "CI_RUNNER_SHORT_TOKEN",  # a token's first characters: an identifier
     "TOKENIZER",  # longer words holding a short one
     "AUTHOR",
     "COMPASS",
