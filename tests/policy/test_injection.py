@@ -14,7 +14,17 @@ from tests.conftest import HostFactory
 
 VECTORS = ["LD_PRELOAD", "DYLD_INSERT_LIBRARIES", "BASH_ENV", "ENV", "PYTHONSTARTUP",
            "PYTHONPATH", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT", "JAVA_TOOL_OPTIONS",
-           "GIT_SSH_COMMAND", "GIT_CONFIG_COUNT", "GCONV_PATH", "ld_library_path"]  # fmt: skip
+           "GIT_SSH_COMMAND", "GIT_CONFIG_COUNT", "GCONV_PATH", "ld_library_path",
+           # the tools children run: a command run at a checkpoint, a remote shell, a password
+           # prompt, configure's shell, editors' start-up, Tcl's library path, go's helpers
+           "TAR_OPTIONS", "RSYNC_RSH", "RSYNC_CONNECT_PROG", "SUDO_ASKPASS", "SSH_ASKPASS_REQUIRE",
+           "CONFIG_SHELL", "GVIMINIT", "VIMRUNTIME", "EMACSLOADPATH", "TCLLIBPATH", "TCL_LIBRARY",
+           "RUBYSHELL", "RUBYPATH", "PYTHONPLATLIBDIR", "GOCACHEPROG", "GOAUTH"]  # fmt: skip
+
+# Variables that make a tool write where they say: refused only by a host that opts in.
+WRITE_REDIRECTS = ["NODE_REPL_HISTORY", "NODE_V8_COVERAGE", "NODE_REDIRECT_WARNINGS",
+                   "NODE_COMPILE_CACHE", "PYTHONPYCACHEPREFIX", "GIT_TRACE", "GIT_TRACE2_EVENT",
+                   "BASH_XTRACEFD"]  # fmt: skip
 
 
 # sudo's env_delete default, written out from plugins/sudoers/env.c
@@ -222,3 +232,59 @@ def test_surface_set_cannot_introduce(make_host: HostFactory, key: str) -> None:
         make_host({"PATH": "/bin"}, surface_policies={"script": policy})
     host = make_host({"PATH": "/bin"}, surface_policies={"script": policy}, allow_injection=[key])
     assert host.build_subprocess_env(surface=Surface.SCRIPT)[key] == "/etc/agent/startup.py"
+
+
+TAR = shutil.which("tar")
+
+
+def _tar_runs_a_checkpoint_action(env: dict[str, str], work: Path) -> bool:
+    """Whether ``tar -cf`` under ``env`` ran the command TAR_OPTIONS's checkpoint action names."""
+    marker = work / "checkpoint-ran"
+    marker.unlink(missing_ok=True)
+    (work / "payload").write_text("x" * 20_000)
+    assert TAR is not None
+    subprocess.run(
+        [TAR, "-cf", str(work / "out.tar"), "-C", str(work), "payload"],
+        env=env, capture_output=True, check=False, timeout=30,
+    )  # fmt: skip
+    return marker.exists()
+
+
+@pytest.mark.skipif(TAR is None, reason="needs a real GNU tar to run the checkpoint action")
+def test_a_routed_profiles_tar_options_run_nothing_in_a_real_tar(
+    make_host: HostFactory, homes: dict[str, Path], tmp_path: Path
+) -> None:
+    """GNU tar prepends TAR_OPTIONS to its options: a checkpoint action runs any command. From
+    a routed profile's .env it never reaches the child; the class is real (it runs without)."""
+    touch = shutil.which("touch")
+    assert touch is not None
+    action = f"--checkpoint=1 --checkpoint-action=exec='{touch} {tmp_path / 'checkpoint-ran'}'"
+    plain = {"PATH": os.defpath, "TAR_OPTIONS": action}
+    if not _tar_runs_a_checkpoint_action(plain, tmp_path):
+        pytest.skip("this tar runs no checkpoint action (not GNU tar)")
+    (homes["B"] / ".env").write_text(f'B_MARKER=b\nTAR_OPTIONS="{action}"\n')
+    host = make_host({"PATH": os.defpath})
+    trace = Trace()
+    with host.routed(homes["B"]):
+        env = host.build_subprocess_env(trace=trace)
+    assert env["B_MARKER"] == "b"
+    assert "TAR_OPTIONS" not in env
+    assert trace.final()["TAR_OPTIONS"].reason is Reason.INJECTION_VECTOR
+    assert not _tar_runs_a_checkpoint_action(env, tmp_path)
+
+
+@pytest.mark.parametrize("name", WRITE_REDIRECTS)
+def test_a_write_redirect_is_refused_only_by_a_host_that_opts_in(
+    make_host: HostFactory, homes: dict[str, Path], name: str
+) -> None:
+    """A routed profile's history, coverage or trace path: kept by default, refused when asked."""
+    (homes["B"] / ".env").write_text(f"B_MARKER=b\n{name}=/tmp/elsewhere\n")
+    catalog = Catalog.default()
+    assert catalog.is_redirecting(name)
+    assert not catalog.is_injection_vector(name)
+    for refuse in (False, True):
+        host = make_host({"PATH": "/bin"}, refuse_redirecting=refuse)
+        with host.routed(homes["B"]):
+            env = host.build_subprocess_env()
+        assert env["B_MARKER"] == "b"
+        assert (name in env) is not refuse
