@@ -169,7 +169,7 @@ def render_vectors(catalog: Catalog, *, source: str = VECTORS_NAME) -> str:
 
 def render_formats(table: FormatTable, *, source: str | None = None) -> str:
     """The Markdown page of a credential-format table (deterministic)."""
-    from envscope.policy.formats import FORMATS_SOURCE
+    from envscope.policy.formats import FILTERS, FORMATS_SOURCE
 
     lines = [
         "# Credential formats",
@@ -185,6 +185,10 @@ def render_formats(table: FormatTable, *, source: str | None = None) -> str:
         "quotes, a list); the character before its prefix and the one after its end are",
         "not token characters (`[A-Za-z0-9_-]`) unless the row says otherwise. Every",
         "example is fake: the real shape, never a real secret.",
+        "",
+        "A match a named filter takes is a stand-in, not a credential (`formats.FILTERS`):",
+        "",
+        *(f"- `{name}`: {what}" for name, what, _ in FILTERS),
         "",
         "| format | issuer | category | prefix | checksum | provider |",
         "|---|---|---|---|---|---|",

@@ -20,7 +20,8 @@ and tuples: nothing here costs at import, the patterns compile on first use):
   ``PWD``/``OLDPWD``.
 - **the value** (``looks_secret``). At least 8 characters after trimming,
   one line, no whitespace, and not a number, a boolean, a placeholder
-  (``changeme``, ``<PASSWORD>``, ``${VAR}``, ``xxxx``, ``…EXAMPLE``), a path,
+  (``changeme``, ``<PASSWORD>``, ``${VAR}``, ``xxxxxx``: ``policy._placeholders``,
+  the format table's rule too; ``…EXAMPLE``), a path,
   a URL, a host name or an e-mail address. A password word (``PASSWORD
   PASSWD PWD PASSPHRASE PASS``) asks nothing more: a human password is one.
   Any other word asks for a random-looking value: 16 characters or more, a
@@ -37,6 +38,8 @@ import functools
 import math
 import re
 from collections import Counter
+
+from envscope.policy._placeholders import PLACEHOLDER
 
 __all__ = [
     "KEY_QUALIFIERS",
@@ -144,15 +147,8 @@ VETO_BEFORE = frozenset({"SHORT"})
 
 _NUMBER = r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?"
 _BOOLEAN = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null", "nil"})
-_PLACEHOLDER = (
-    r"(?i)^(<[^>]*>|\$\{[^}]*\}|\$[A-Z_][A-Z0-9_]*|\{\{?[^}]*\}\}?|%[^%]*%|\[[^\]]*\]"
-    r"|(?P<run>x|\*|\.|#|-|_|0)(?P=run){5,}"
-    r"|(change[-_ ]?me|your[-_].*|my[-_].*|replace[-_]?me|example|dummy|redacted|placeholder"
-    r"|secret|password|passw0rd|token|test|testing|sample|todo|tbd|fixme)"
-    r")$"
-)
 _NOT_A_CREDENTIAL = (
-    _PLACEHOLDER,
+    PLACEHOLDER,  # policy._placeholders: one rule with the format table's filter
     r"(?i:.*example)",  # a provider's documented example key (AKIA…EXAMPLE)
     r"(/|~|\.{1,2}/|[A-Za-z]:[\\/]|\\\\).*",  # a path
     r"[A-Za-z][A-Za-z0-9+.\-]*://.*",  # a URL

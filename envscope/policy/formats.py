@@ -13,8 +13,10 @@ a URL's userinfo or path, after ``Bearer``, in quotes, in a ``:``/``,``
 separated list, on one line of many. It is **one compiled pass**: every row
 becomes one branch of a single regex whose branches each start with a
 literal character (so the regex engine skips every position that cannot
-start a credential); a match whose checksum fails resumes the same search
-one character later. Each row is anchored at the start of a run of token
+start a credential); a match whose checksum fails, or that a named filter
+(``FILTERS``: a provider's documented example key, a URL template's
+password slot) takes for a stand-in, resumes the same search one character
+later. Each row is anchored at the start of a run of token
 characters (a branch first matches its literal, then looks back one
 character), and no quantified part of a row can run past the characters the
 row's alphabet allows, so a search is linear in the length of the value.
@@ -33,15 +35,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envscope.errors import CatalogError
+from envscope.policy._placeholders import is_placeholder
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Callable, Iterator, Mapping
 
 __all__ = [
+    "FILTERS",
     "FORMATS_SOURCE",
     "Checksum",
     "CredentialFormat",
     "FormatTable",
+    "filtered",
     "find_format",
     "format_table",
     "github_checksum",
@@ -131,6 +136,37 @@ def github_checksum(body: str) -> str:
     return "".join(reversed(digits)).rjust(6, "0")
 
 
+def _password_of(token: str) -> str:
+    """The password of a ``url-with-password`` match (``://user:password@``)."""
+    return token[len(_URL_PREFIX) : -1].partition(":")[2]
+
+
+FILTERS: tuple[tuple[str, str, Callable[[CredentialFormat, str], bool]], ...] = (
+    (
+        "documented-example",
+        "a match that ends in `EXAMPLE` or `EXAMPLEKEY`: a provider's documented example key"
+        " (AWS's `AKIAIOSFODNN7EXAMPLE`)",
+        lambda fmt, token: token.endswith(("EXAMPLE", "EXAMPLEKEY")),
+    ),
+    (
+        "placeholder-password",
+        "a URL whose password is a template slot or stand-in word (`{password}`, `<PASSWORD>`,"
+        " `%s`, `PASSWORD`, `xxxxxx`, `changeme`: `policy._placeholders`)",
+        lambda fmt, token: fmt.prefix == _URL_PREFIX and is_placeholder(_password_of(token)),
+    ),
+)
+"""Named filters (detect-secrets' model): name, what it takes, its test. A match one of
+them takes is a stand-in, no credential; the search resumes one character later."""
+
+
+def filtered(fmt: CredentialFormat, token: str) -> str | None:
+    """The name of the first filter that takes ``token`` (a match of ``fmt``) for a stand-in."""
+    for name, _, applies in FILTERS:
+        if applies(fmt, token):
+            return name
+    return None
+
+
 def _b64decode(text: str) -> bytes | None:
     import base64  # a few formats decode a body: base64 (and struct) load then
 
@@ -188,7 +224,11 @@ class FormatTable:
             run = ""
             if fmt.run_before is not None:
                 run = _run_before(value, start, fmt.run_before)
-            if not ((fmt.run_before is None or run) and _passes(fmt, m.group(), run)):
+            token = m.group()
+            if not ((fmt.run_before is None or run) and _passes(fmt, token, run)):
+                pos = start + 1
+                continue
+            if filtered(fmt, token) is not None:  # a stand-in, not a credential
                 pos = start + 1
                 continue
             found = (fmt, start, m.end())

@@ -33,9 +33,9 @@ JWT = ".".join(
 )
 
 POSITIVE: list[tuple[str, str, str]] = [
-    ("aws-akia", "AKIA" + "IOSFODNN7EXAMPLE", "aws-access-key-id"),
+    ("aws-akia", "AKIA" + "Z7Q2W3E4R5T6Y7U2", "aws-access-key-id"),
     ("aws-asia", "ASIA" + "Q2W3E4R5T6Y7U2I3", "aws-access-key-id"),
-    ("aws-in-text", "key=AKIA" + "IOSFODNN7EXAMPLE;", "aws-access-key-id"),
+    ("aws-in-text", "key=AKIA" + "Z7Q2W3E4R5T6Y7U2;", "aws-access-key-id"),
     ("github-ghp", "ghp_" + GH36, "github-classic-pat"),
     ("github-gho", "gho_" + GH36, "github-oauth-token"),
     ("github-ghs", "ghs_" + GH36, "github-app-installation-token"),
@@ -72,6 +72,11 @@ NEGATIVE: list[tuple[str, str]] = [
     ("aws-lowercase", "AKIA" + "iosfodnn7example"),
     ("aws-inside-run", "X" + "AKIA" + "IOSFODNN7EXAMPLE"),
     ("aws-other-prefix", "AIDA" + "IOSFODNN7EXAMPLE"),
+    ("aws-documented-example", "AKIA" + "IOSFODNN7EXAMPLE"),  # AWS's own docs: a stand-in
+    ("url-template-braces", "postgres://app:{password}@db:5432/app"),
+    ("url-template-angle", "postgres://app:<PASSWORD>@db/app"),
+    ("url-template-words", "https://USER:PASSWORD@HOST/path"),
+    ("url-template-printf", "mysql://root:%s@localhost/x"),
     ("github-35", "ghp_" + GH36[:35]),
     ("github-bad-checksum", "ghp_" + ALNUM36),
     ("github-bad-prefix", "ghx_" + GH36),
@@ -127,7 +132,7 @@ def test_find_credential_values_sorted_by_key() -> None:
     env = {
         "ZED_URL": f"https://ghs_{GH36}@github.com/o/r.git",
         "EDITOR": "vim",
-        "MY_APP_KEY": "AKIA" + "IOSFODNN7EXAMPLE",
+        "MY_APP_KEY": "AKIA" + "Z7Q2W3E4R5T6Y7U2",
         "A_JWT": JWT,
     }
     assert find_credential_values(env) == [

@@ -16,10 +16,12 @@ from hypothesis import strategies as st
 from envscope.errors import CatalogError
 from envscope.policy._catalog_doc import FORMATS_DOC_PATH, render_formats
 from envscope.policy.formats import (
+    FILTERS,
     TOKEN_CHARS,
     Checksum,
     CredentialFormat,
     FormatTable,
+    filtered,
     find_format,
     format_table,
     github_checksum,
@@ -160,6 +162,46 @@ STRUCTURAL_MISSES = [
 def test_structural_checks_and_placeholders_are_not_credentials(value: str) -> None:
     """Failed structural checks, placeholders, public keys, ids and SHAs are no credential."""
     assert find_format(value) is None
+
+
+# Each named filter: values it takes for a stand-in (its name), and near misses it leaves a
+# credential (the format named).
+FILTER_ROWS = [
+    ("AKIA" + "IOSFODNN7EXAMPLE", "documented-example", None),
+    ("key=AKIA" + "IOSFODNN7EXAMPLE;", "documented-example", None),
+    ("AKIA" + "IOSFODNN7EXAMPLX", None, "aws-access-key-id"),
+    ("AKIA" + "EXAMPLEIOSFODNN7", None, "aws-access-key-id"),  # EXAMPLE, not at the end
+    ("postgres://app:{password}@db:5432/app", "placeholder-password", None),
+    ("postgres://app:{{db_password}}@db/app", "placeholder-password", None),
+    ("postgres://app:<PASSWORD>@db/app", "placeholder-password", None),
+    ("https://USER:PASSWORD@HOST/path", "placeholder-password", None),
+    ("mysql://root:%s@localhost/x", "placeholder-password", None),
+    ("mysql://root:%(password)s@localhost/x", "placeholder-password", None),
+    ("redis://:xxxxxx@cache:6379/0", "placeholder-password", None),
+    ("amqp://user:changeme@mq/", "placeholder-password", None),
+    ("amqp://guest:guest@localhost:5672/", None, "url-with-password"),  # a real default
+    ("postgres://app:password1@db/app", None, "url-with-password"),
+    ("postgres://app:{password}x@db/app", None, "url-with-password"),  # not all a slot
+]
+
+
+@pytest.mark.parametrize(("value", "filter_name", "found"), FILTER_ROWS)
+def test_each_named_filter_takes_its_stand_ins_and_no_near_miss(
+    value: str, filter_name: str | None, found: str | None
+) -> None:
+    """The raw match is the filter's (by name); found, the value is no credential. A near miss
+    passes every filter and is found as its format."""
+    m = TABLE.regex.search(value)
+    assert m is not None
+    assert m.lastgroup is not None
+    raw = TABLE.formats[int(m.lastgroup[1:])]
+    assert filtered(raw, m.group()) == filter_name
+    fmt = find_format(value)
+    assert (None if fmt is None else fmt.name) == found
+
+
+def test_the_filters_are_named() -> None:
+    assert [name for name, _, _ in FILTERS] == ["documented-example", "placeholder-password"]
 
 
 @pytest.mark.parametrize("path", REAL_ENVS, ids=[p.stem for p in REAL_ENVS])
