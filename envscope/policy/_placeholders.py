@@ -2,7 +2,7 @@
 
 One rule for every reader that asks "is this a real credential or a stand-in"
 (name context's value test, the credential-format table's
-``placeholder-password`` filter): ``is_placeholder(text)`` is True for the
+``placeholder`` filter): ``is_placeholder(text)`` is True for the
 whole of ``text`` being
 
 - a template slot: ``<PASSWORD>``, ``${VAR}``, ``$VAR``, ``{password}``,

@@ -64,7 +64,7 @@ _FIELDS = frozenset(
     {"name", "issuer", "category", "prefix", "pattern", "source", "example", "checksum",
      "provider", "before", "run_before", "boundary", "cross_checks"}
 )  # fmt: skip
-_URL_PREFIX = "://"  # the row of URLs whose userinfo holds a password
+_URL_PREFIXES = ("://", ":\\/\\/")  # the rows of URLs whose userinfo holds a password (JSON: \/)
 _REQUIRED = ("name", "issuer", "category", "prefix", "pattern", "source", "example")
 
 
@@ -136,9 +136,22 @@ def github_checksum(body: str) -> str:
     return "".join(reversed(digits)).rjust(6, "0")
 
 
-def _password_of(token: str) -> str:
-    """The password of a ``url-with-password`` match (``://user:password@``)."""
-    return token[len(_URL_PREFIX) : -1].partition(":")[2]
+def _secret_part(fmt: CredentialFormat, token: str) -> str | None:
+    """The part of a match that holds the secret, where a row names one.
+
+    A URL row's password (``://user:password@``), a ``key=`` row's value; None
+    for a token row (the whole match is the secret, and no stand-in has its shape).
+    """
+    if fmt.prefix in _URL_PREFIXES:
+        return token[len(fmt.prefix) : -1].partition(":")[2]
+    if fmt.prefix.endswith("="):
+        return token[len(fmt.prefix) :]
+    return None
+
+
+def _holds_a_stand_in(fmt: CredentialFormat, token: str) -> bool:
+    part = _secret_part(fmt, token)
+    return part is not None and is_placeholder(part)
 
 
 FILTERS: tuple[tuple[str, str, Callable[[CredentialFormat, str], bool]], ...] = (
@@ -149,10 +162,11 @@ FILTERS: tuple[tuple[str, str, Callable[[CredentialFormat, str], bool]], ...] = 
         lambda fmt, token: token.endswith(("EXAMPLE", "EXAMPLEKEY")),
     ),
     (
-        "placeholder-password",
-        "a URL whose password is a template slot or stand-in word (`{password}`, `<PASSWORD>`,"
-        " `%s`, `PASSWORD`, `xxxxxx`, `changeme`: `policy._placeholders`)",
-        lambda fmt, token: fmt.prefix == _URL_PREFIX and is_placeholder(_password_of(token)),
+        "placeholder",
+        "a URL's password or a `key=` row's value that is a template slot or stand-in word"
+        " (`{password}`, `<PASSWORD>`, `%s`, `PASSWORD`, `xxxxxx`, `changeme`:"
+        " `policy._placeholders`)",
+        lambda fmt, token: _holds_a_stand_in(fmt, token),
     ),
 )
 """Named filters (detect-secrets' model): name, what it takes, its test. A match one of
@@ -232,7 +246,7 @@ class FormatTable:
                 pos = start + 1
                 continue
             found = (fmt, start, m.end())
-            if fmt.prefix == _URL_PREFIX:
+            if fmt.prefix in _URL_PREFIXES:
                 # A URL's userinfo: the token inside it, if any, names the credential better.
                 inner = self.find(value[start + len(fmt.prefix) : m.end()])
                 found = found if inner is None else (inner, start, m.end())

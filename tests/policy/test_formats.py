@@ -164,6 +164,52 @@ def test_structural_checks_and_placeholders_are_not_credentials(value: str) -> N
     assert find_format(value) is None
 
 
+KEY43 = "Q2w3E4r5T6y7U8i9O0pAsDfGhJkLzXcVbNm12345678"  # 43 base64 characters
+SIG43 = "Q2w3E4r5T6y7U8i9O0pA%2BDfGhJkLzXcVbNm12345678"  # 43, one of them URL-encoded
+
+# The structural forms of issue 30 (and Doppler's config-named service tokens): each found in
+# the shape its issuer documents, and each near miss not (or found only as another row).
+STRUCTURAL_ROWS = [
+    ("json-escaped-url", '{"dsn": "postgres:\\/\\/app:s3cr3t-V4lue@db:5432\\/app"}',
+     "url-with-password-json-escaped"),
+    ("json-escaped-url-slot", '{"dsn": "postgres:\\/\\/app:{password}@db\\/app"}', None),
+    ("json-escaped-url-no-password", '{"dsn": "https:\\/\\/user@example.invalid\\/x"}', None),
+    ("azure-shared-access-key", f"Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=r;"
+     f"SharedAccessKey={KEY43}=", "azure-shared-access-key"),
+    ("azure-shared-access-key-short", f"SharedAccessKey={KEY43[:-1]}=", None),
+    ("azure-shared-access-key-name", "SharedAccessKeyName=RootManageSharedAccessKey", None),
+    ("sas-sig", f"https://a.blob.core.windows.net/c/b?sv=2022-11-02&sig={SIG43}%3D",
+     "azure-sas-signature"),
+    ("sas-sig-not-a-parameter", f"https://a.example.invalid/xsig={SIG43}%3D", None),
+    ("sas-sig-short", f"https://a.example.invalid/b?sig={SIG43[:-1]}%3D", None),
+    ("ado-net-password", "Server=db;Database=app;User ID=app;Password=s3cr3t-V4lue;",
+     "connection-string-password"),
+    ("jdbc-password", "jdbc:mysql://db:3306/app?user=app&password=s3cr3t-V4lue",
+     "connection-string-password"),
+    ("password-reference", "Server=db;Password=${DB_PASSWORD};", None),
+    ("password-template", "Server=db;Password=<your password>;", None),
+    ("password-stand-in", "Server=db;Password=changeme;", None),
+    ("reset-password-flag", "https://app.example.invalid/?reset_password=true", None),
+    ("db-password-name", "DBPassword=s3cr3t-V4lue", None),
+    ("npmrc-auth-token", "//registry.npmjs.org/:_authToken=0123abcd-4567-89ef-0123-456789abcdef",
+     "npmrc-auth-token"),
+    ("npmrc-auth-token-reference", "//registry.npmjs.org/:_authToken=${NPM_TOKEN}", None),
+    ("doppler-config-service-token", "dp.st.prd_us." + "A1b2C3d4E5" * 4, "doppler-token"),
+    ("doppler-service-token", "dp.st." + "A1b2C3d4E5" * 4, "doppler-token"),
+    ("doppler-config-too-short", "dp.st.dev." + "A1b2C3d4E5" * 3, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [pytest.param(v, e, id=i) for i, v, e in STRUCTURAL_ROWS]
+)
+def test_structural_forms_and_their_near_misses(value: str, expected: str | None) -> None:
+    assert len(KEY43) == 43
+    assert len(re.findall(r"%2[BF]|.", SIG43)) == 43
+    found = find_format(value)
+    assert (None if found is None else found.name) == expected
+
+
 # Each named filter: values it takes for a stand-in (its name), and near misses it leaves a
 # credential (the format named).
 FILTER_ROWS = [
@@ -171,14 +217,14 @@ FILTER_ROWS = [
     ("key=AKIA" + "IOSFODNN7EXAMPLE;", "documented-example", None),
     ("AKIA" + "IOSFODNN7EXAMPLX", None, "aws-access-key-id"),
     ("AKIA" + "EXAMPLEIOSFODNN7", None, "aws-access-key-id"),  # EXAMPLE, not at the end
-    ("postgres://app:{password}@db:5432/app", "placeholder-password", None),
-    ("postgres://app:{{db_password}}@db/app", "placeholder-password", None),
-    ("postgres://app:<PASSWORD>@db/app", "placeholder-password", None),
-    ("https://USER:PASSWORD@HOST/path", "placeholder-password", None),
-    ("mysql://root:%s@localhost/x", "placeholder-password", None),
-    ("mysql://root:%(password)s@localhost/x", "placeholder-password", None),
-    ("redis://:xxxxxx@cache:6379/0", "placeholder-password", None),
-    ("amqp://user:changeme@mq/", "placeholder-password", None),
+    ("postgres://app:{password}@db:5432/app", "placeholder", None),
+    ("postgres://app:{{db_password}}@db/app", "placeholder", None),
+    ("postgres://app:<PASSWORD>@db/app", "placeholder", None),
+    ("https://USER:PASSWORD@HOST/path", "placeholder", None),
+    ("mysql://root:%s@localhost/x", "placeholder", None),
+    ("mysql://root:%(password)s@localhost/x", "placeholder", None),
+    ("redis://:xxxxxx@cache:6379/0", "placeholder", None),
+    ("amqp://user:changeme@mq/", "placeholder", None),
     ("amqp://guest:guest@localhost:5672/", None, "url-with-password"),  # a real default
     ("postgres://app:password1@db/app", None, "url-with-password"),
     ("postgres://app:{password}x@db/app", None, "url-with-password"),  # not all a slot
@@ -201,7 +247,7 @@ def test_each_named_filter_takes_its_stand_ins_and_no_near_miss(
 
 
 def test_the_filters_are_named() -> None:
-    assert [name for name, _, _ in FILTERS] == ["documented-example", "placeholder-password"]
+    assert [name for name, _, _ in FILTERS] == ["documented-example", "placeholder"]
 
 
 @pytest.mark.parametrize("path", REAL_ENVS, ids=[p.stem for p in REAL_ENVS])
