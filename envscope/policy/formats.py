@@ -77,6 +77,12 @@ class Checksum(enum.Enum):
     """The first segment decodes to a JSON object naming an ``alg``."""
     DISCORD_USER_ID = "discord-user-id"
     """The run before the first dot decodes (base64) to a decimal user id."""
+    BASIC_CREDENTIALS = "basic-credentials"
+    """The base64 body (quotes and blanks aside) decodes to printable ``user:password``."""
+    PEM_PRIVATE_BASE64 = "pem-private-base64"
+    """The match decodes (base64) to a PEM block whose first line names a private key."""
+    SERVICE_ACCOUNT_JSON = "service-account-json"
+    """The match decodes (base64) to JSON naming ``service_account`` and a ``private_key``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +208,21 @@ def _passes(fmt: CredentialFormat, token: str, run: str) -> bool:
     if check is Checksum.DISCORD_USER_ID:
         user = _b64decode(run)
         return user is not None and user.isdigit() and 15 <= len(user) <= 21
+    if check is Checksum.BASIC_CREDENTIALS:
+        pair = _b64decode(token[len(fmt.prefix) :].strip().strip('"'))
+        user, colon, password = (pair or b"").partition(b":")
+        return bool(colon and password) and (user + password).isascii() and _printable(pair)
+    if check is Checksum.PEM_PRIVATE_BASE64:
+        first = (_b64decode(token) or b"").split(b"\n", 1)[0]
+        return first.startswith(b"-----BEGIN ") and first.endswith(b"PRIVATE KEY-----")
+    if check is Checksum.SERVICE_ACCOUNT_JSON:
+        doc = _b64decode(token) or b""
+        return b'"service_account"' in doc and b'"private_key"' in doc
     return True
+
+
+def _printable(data: bytes | None) -> bool:
+    return data is not None and all(32 <= c < 127 for c in data)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import re
@@ -164,6 +165,10 @@ def test_structural_checks_and_placeholders_are_not_credentials(value: str) -> N
     assert find_format(value) is None
 
 
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
 KEY43 = "Q2w3E4r5T6y7U8i9O0pAsDfGhJkLzXcVbNm12345678"  # 43 base64 characters
 SIG43 = "Q2w3E4r5T6y7U8i9O0pA%2BDfGhJkLzXcVbNm12345678"  # 43, one of them URL-encoded
 
@@ -197,6 +202,26 @@ STRUCTURAL_ROWS = [
     ("doppler-config-service-token", "dp.st.prd_us." + "A1b2C3d4E5" * 4, "doppler-token"),
     ("doppler-service-token", "dp.st." + "A1b2C3d4E5" * 4, "doppler-token"),
     ("doppler-config-too-short", "dp.st.dev." + "A1b2C3d4E5" * 3, None),
+    ("basic-auth", "Authorization: Basic " + _b64("app:s3cr3t-V4lue"), "basic-auth-credentials"),
+    ("basic-in-prose", "Basic authentication is enabled", None),
+    ("basic-no-colon", "Basic " + _b64("just-a-token-value"), None),
+    ("basic-empty-password", "Basic " + _b64("app:"), None),
+    ("basic-binary", "Basic " + _b64("\x00\x01:\x02\x03"), None),
+    ("docker-auth", '{"auths": {"r.example": {"auth": "' + _b64("app:s3cr3t") + '"}}}',
+     "docker-config-auth"),
+    ("docker-auth-no-colon", '{"auths": {"r.example": {"auth": "' + _b64("tokenonly") + '"}}}',
+     None),
+    ("docker-auths-empty", '{"auths": {}}', None),
+    ("pem-base64", _b64("-----BEGIN RSA PRIVATE KEY-----\nMIIE\n"), "pem-private-key-base64"),
+    ("pem-base64-public", _b64("-----BEGIN PUBLIC KEY-----\nMIIB\n"), None),
+    ("pem-base64-certificate", _b64("-----BEGIN CERTIFICATE-----\nMIIB\n"), None),
+    ("sa-json-base64", _b64('{\n  "type": "service_account",\n  "private_key": "k"\n}'),
+     "gcp-service-account-key-base64"),
+    ("sa-json-base64-compact", _b64('{"type":"service_account","private_key":"k","x":"y"}'),
+     "gcp-service-account-key-base64-compact"),
+    ("adc-json-base64", _b64('{\n  "type": "authorized_user",\n  "client_id": "x.apps"\n}'),
+     None),
+    ("json-base64-other", _b64('{"name":"a long enough document","kind":"no key in it"}'), None),
 ]  # fmt: skip
 
 
