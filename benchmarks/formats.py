@@ -4,13 +4,15 @@ Prints, for the table in ``envscope/policy/data/credential_formats.yaml``:
 
 - formats detected on the generated corpus: every row's fake example, bare and
   inside URLs, quotes, ``Bearer``, lists and lines (target: all);
-- false positives on the real-environment corpus ``fixtures/real-envs/`` (target 0);
+- false positives on the real-environment and platform corpora ``fixtures/real-envs/``
+  and ``fixtures/platform-envs/`` (target 0);
 - how many of gitleaks' and detect-secrets' default rules the table covers
   (``benchmarks/peer_rules.yaml``, mapped by each row's ``cross_checks``);
 - the time of one search over a 1 MiB value (linear: no target, a figure);
 - the catalog's entries per category, before issue 20 → now.
 
-Counts only; it never prints a value.
+Counts only; it never prints a value. ``--page`` writes docs/format-coverage.md
+(every peer rule and what envscope answers; a test fails when the page drifts).
 """
 
 from __future__ import annotations
@@ -45,11 +47,13 @@ def corpus_figure() -> tuple[int, int, int, list[str]]:
 
 
 def false_positive_figure() -> tuple[int, int, list[str]]:
-    """(environments, values, keys whose value matched a format)."""
+    """(environments, values, keys whose value matched a format): real and platform envs."""
     hits, values = [], 0
     paths = sorted((ROOT / "fixtures" / "real-envs").glob("*.json"))
+    paths += sorted((ROOT / "fixtures" / "platform-envs").glob("*.json"))
     for path in paths:
-        env = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
+        env = data.get("env", data)
         values += len(env)
         hits += [f"{path.stem}:{k}" for k, v in env.items() if find_format(v) is not None]
     return len(paths), values, hits
@@ -68,6 +72,61 @@ def coverage_figure() -> dict[str, tuple[int, int, int]]:
             raise SystemExit(f"cross_checks name rules {peer} does not have: {sorted(unknown)}")
         result[peer] = (len(rules), len(rules & mapped), len(rules & excluded))
     return result
+
+
+COVERAGE_PAGE = ROOT / "docs" / "format-coverage.md"
+PEERS = ("gitleaks", "detect-secrets")
+
+
+def coverage_page() -> str:
+    """docs/format-coverage.md: every default rule of each peer and what envscope answers."""
+    peers = yaml.safe_load((ROOT / "benchmarks" / "peer_rules.yaml").read_text(encoding="utf-8"))
+    covering: dict[str, list[str]] = {}
+    for fmt in format_table().formats:
+        for check in fmt.cross_checks:
+            covering.setdefault(check, []).append(fmt.name)
+    reasons: dict[str, str] = peers.get("not_formats", {})
+    envs, values, hits = false_positive_figure()
+    figures = coverage_figure()
+    lines = [
+        "# Credential-format coverage against the peer scanners",
+        "",
+        "<!-- generated from benchmarks/peer_rules.yaml and the format table by"
+        " `python -m benchmarks.formats --page`; do not edit -->",
+        "",
+        "Every default rule of gitleaks and detect-secrets, and what envscope answers:",
+        "the format rows that cover it (each row's `cross_checks`,",
+        "[credential-formats.md](credential-formats.md)), the reason it is",
+        "deliberately no row (entropy, or a keyword next to the value: inside an",
+        "environment the variable's name is that context, and name context",
+        "(docs/concepts.md) reads it), or *not covered yet*. trufflehog's detectors",
+        "are not read here yet.",
+        "",
+        f"- formats: {len(format_table().formats)}; false positives on the corpora"
+        f" (`fixtures/real-envs/`, `fixtures/platform-envs/`): {len(hits)} of {values} values"
+        f" in {envs} environments",
+    ]
+    for peer, (total, covered, excluded) in figures.items():
+        lines.append(
+            f"- {peer}: {total} default rules; {covered} covered by a row, {excluded}"
+            f" deliberately no row, {total - covered - excluded} not covered yet"
+        )
+    for peer in PEERS:
+        lines += ["", f"## {peer}", "", f"Rules read at <{peers[peer]['source']}>.", ""]
+        lines += ["| rule | envscope |", "|---|---|"]
+        for rule in sorted(peers[peer]["rules"], key=str.lower):
+            key = f"{peer}:{rule}"
+            if key in covering:
+                answer = ", ".join(
+                    f"[{n}](credential-formats.md#{n})" for n in sorted(covering[key])
+                )
+            elif key in reasons:
+                answer = "no row: " + reasons[key].replace("|", "\\|")
+            else:
+                answer = "not covered yet"
+            lines.append(f"| `{rule}` | {answer} |")
+    lines.append("")
+    return "\n".join(lines)
 
 
 # Entries per category of the default catalog before issue 20 (commit bccf458).
@@ -103,14 +162,24 @@ def one_mib_figure() -> float:
     return best * 1000
 
 
-def main() -> int:
-    """Print the figures; exit 1 when a format is missed or a false positive is found."""
+def main(argv: list[str] | None = None) -> int:
+    """Print the figures (exit 1 on a missed format or a false positive), or ``--page``."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--page"]:
+        COVERAGE_PAGE.write_text(coverage_page(), encoding="utf-8")
+        print(f"wrote {COVERAGE_PAGE.relative_to(ROOT)}")
+        return 0
     rows, found, tried, missed = corpus_figure()
     envs, values, hits = false_positive_figure()
     print(f"formats detected on the generated corpus: {found}/{rows} ({tried} values)")
     if missed:
         print("  missed somewhere:", ", ".join(missed))
-    print(f"false positives on the real-env corpus: {len(hits)} ({values} values, {envs} envs)")
+    print(
+        f"false positives on the real-env and platform corpora: {len(hits)} "
+        f"({values} values, {envs} envs)"
+    )
     for hit in hits:
         print("  ", hit)
     for peer, (total, covered, excluded) in coverage_figure().items():

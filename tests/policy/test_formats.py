@@ -463,3 +463,12 @@ def test_any_text_around_a_spaced_credential(
     found = find_format(before + after)
     assert found is None or found in ROWS
     assert find_format(f"{before} {fmt.example} {after}") is not None
+
+
+def test_docs_format_coverage_md_is_current() -> None:
+    """docs/format-coverage.md is generated (``python -m benchmarks.formats --page``)."""
+    from benchmarks.formats import COVERAGE_PAGE, coverage_page
+
+    assert COVERAGE_PAGE.read_text(encoding="utf-8") == coverage_page(), (
+        "docs/format-coverage.md drifted: run python -m benchmarks.formats --page"
+    )
