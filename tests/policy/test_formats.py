@@ -222,6 +222,13 @@ STRUCTURAL_ROWS = [
     ("adc-json-base64", _b64('{\n  "type": "authorized_user",\n  "client_id": "x.apps"\n}'),
      None),
     ("json-base64-other", _b64('{"name":"a long enough document","kind":"no key in it"}'), None),
+    ("langsmith-short", "lsv2_pt_" + "0123456789abcdef" * 2 + "_fedcba987", None),
+    ("langsmith-other-kind", "lsv2_xx_" + "0123456789abcdef" * 2 + "_fedcba9876", None),
+    ("langfuse-public-key", "pk-lf-0123abcd-4567-89ef-0123-456789abcdef", None),
+    ("e2b-short", "e2b_" + "0123456789abcdef" * 2 + "0123456", None),
+    ("tailscale-unknown-kind", "tskey-other-kEXfake1CNTRL-" + "A1b2C3d4E5" * 3, None),
+    ("google-access-short", "ya29." + "A1b2C3d4E5" * 4, None),
+    ("supabase-publishable", "sb_publishable_" + "A1b2C3d4E5" * 3, None),
 ]  # fmt: skip
 
 
