@@ -450,12 +450,14 @@ def test_docs_credential_formats_md_is_current() -> None:
 
 
 def test_cross_checks_name_real_peer_rules() -> None:
-    """Each row's cross_checks name a default rule of gitleaks or detect-secrets (peer_rules)."""
+    """Each row's cross_checks name a rule of gitleaks, detect-secrets or trufflehog."""
     import yaml
 
     path = Path(__file__).parents[2] / "benchmarks" / "peer_rules.yaml"
     peers = yaml.safe_load(path.read_text(encoding="utf-8"))
-    rules = {f"{p}:{r}" for p in ("gitleaks", "detect-secrets") for r in peers[p]["rules"]}
+    peer_names = ("gitleaks", "detect-secrets", "trufflehog")
+    rules = {f"{p}:{r}" for p in peer_names for r in peers[p]["rules"]}
+    assert set(peers["trufflehog"]["keyword_context"]) <= set(peers["trufflehog"]["rules"])
     for fmt in ROWS:
         assert set(fmt.cross_checks) <= rules, fmt.name
     assert set(peers["not_formats"]) <= rules
