@@ -81,6 +81,8 @@ class Checksum(enum.Enum):
     """The base64 body (quotes and blanks aside) decodes to printable ``user:password``."""
     PEM_PRIVATE_BASE64 = "pem-private-base64"
     """The match decodes (base64) to a PEM block whose first line names a private key."""
+    JWT_BASE64 = "jwt-base64"
+    """The match decodes (base64) to a JWT whose first segment names an ``alg``."""
     SERVICE_ACCOUNT_JSON = "service-account-json"
     """The match decodes (base64) to JSON naming ``service_account`` and a ``private_key``."""
 
@@ -215,6 +217,10 @@ def _passes(fmt: CredentialFormat, token: str, run: str) -> bool:
     if check is Checksum.PEM_PRIVATE_BASE64:
         first = (_b64decode(token) or b"").split(b"\n", 1)[0]
         return first.startswith(b"-----BEGIN ") and first.endswith(b"PRIVATE KEY-----")
+    if check is Checksum.JWT_BASE64:
+        inner = (_b64decode(token) or b"").decode("ascii", "replace")
+        header = _b64decode(inner.split(".", 1)[0]) if inner.count(".") >= 2 else None
+        return header is not None and header.lstrip()[:1] == b"{" and b'"alg"' in header
     if check is Checksum.SERVICE_ACCOUNT_JSON:
         doc = _b64decode(token) or b""
         return b'"service_account"' in doc and b'"private_key"' in doc

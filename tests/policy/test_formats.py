@@ -169,6 +169,7 @@ def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
+HEX16 = "0123456789abcdef"
 KEY43 = "Q2w3E4r5T6y7U8i9O0pAsDfGhJkLzXcVbNm12345678"  # 43 base64 characters
 SIG43 = "Q2w3E4r5T6y7U8i9O0pA%2BDfGhJkLzXcVbNm12345678"  # 43, one of them URL-encoded
 
@@ -229,6 +230,14 @@ STRUCTURAL_ROWS = [
     ("tailscale-unknown-kind", "tskey-other-kEXfake1CNTRL-" + "A1b2C3d4E5" * 3, None),
     ("google-access-short", "ya29." + "A1b2C3d4E5" * 4, None),
     ("supabase-publishable", "sb_publishable_" + "A1b2C3d4E5" * 3, None),
+    ("clickhouse-short", "4b1d" + "A1b2C3d4E5" * 3 + "A1b2C3d", None),
+    ("octopus-lowercase", "API-" + "a1b2c3d4e5" * 2 + "a1b2c3", None),
+    ("cloudflare-origin-bad-length", "v1.0-" + HEX16 * 2 + "-" + HEX16 * 9, None),
+    ("gitlab-session-too-long", "_gitlab_session=" + HEX16 * 2 + "0", None),
+    ("flutterwave-no-x", "FLWSECK_TEST-" + "0123456789abcdef" * 2, None),
+    ("jwt-base64", _b64("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl"), "jwt-base64"),
+    ("jwt-base64-no-dots", _b64("eyJhbGciOiJIUzI1NiJ9eyJzdWIiOiJ4In0c2lnbmF0dXJl"), None),
+    ("jwt-base64-no-alg", _b64("eyJ0eXAiOiJKV1QifQ.eyJzdWIiOiJ4In0.c2lnbmF0dXJl"), None),
 ]  # fmt: skip
 
 
