@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name loads on firs
     from envscope.errors import PassthroughRefusedError as PassthroughRefusedError
     from envscope.errors import RoutingError as RoutingError
     from envscope.errors import SnapshotError as SnapshotError
+    from envscope.errors import SourceError as SourceError
     from envscope.errors import SpawnBlockedError as SpawnBlockedError
     from envscope.host import Host as Host
     from envscope.pipeline._binding import Binding as Binding
@@ -51,6 +52,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name loads on firs
     from envscope.policy._reasons import Stage as Stage
     from envscope.policy._secret_policy import SecretPolicy as SecretPolicy
     from envscope.policy.catalog import Catalog as Catalog
+    from envscope.policy.sources import KeyringSource as KeyringSource
     from envscope.policy.sources import SecretSource as SecretSource
     from envscope.policy.sources import StaticSource as StaticSource
     from envscope.policy.surfaces import Inherit as Inherit
@@ -78,6 +80,7 @@ _PUBLIC: dict[str, str] = {
     "GuardFailedError": "envscope.errors",
     "Host": "envscope.host",
     "Inherit": "envscope.policy.surfaces",
+    "KeyringSource": "envscope.policy.sources",
     "ManifestError": "envscope.errors",
     "NotConfiguredError": "envscope.errors",
     "Origin": "envscope.policy._declarations",
@@ -89,6 +92,7 @@ _PUBLIC: dict[str, str] = {
     "SecretPolicy": "envscope.policy._secret_policy",
     "SecretSource": "envscope.policy.sources",
     "SnapshotError": "envscope.errors",
+    "SourceError": "envscope.errors",
     "SpawnBlockedError": "envscope.errors",
     "Stage": "envscope.policy._reasons",
     "StaticSource": "envscope.policy.sources",

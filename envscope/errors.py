@@ -14,6 +14,8 @@ Every error envscope raises derives from one root, so a host can catch
     │   ├── ManifestError         an unreadable, unparsable or invalid plugin manifest
     │   ├── DotenvError           an unreadable or malformed dotenv file
     │   └── SnapshotError         an unreadable or malformed snapshot (``envscope diff``)
+    ├── SourceError               a secret source that cannot answer (names the source and
+    │                             the reference, never a value)
     ├── EnvValueError             a value that cannot go into a child env (names the key)
     │   └── PassthroughRefusedError  a passthrough or a grant that can never pass
     └── SpawnBlockedError         the runtime guard stopped a spawn carrying host secrets
@@ -38,6 +40,7 @@ __all__ = [
     "PassthroughRefusedError",
     "RoutingError",
     "SnapshotError",
+    "SourceError",
     "SpawnBlockedError",
 ]
 
@@ -107,6 +110,21 @@ class DotenvError(FileError):
 
 class SnapshotError(FileError):
     """A snapshot that cannot be read, is not JSON or has the wrong shape (names the field)."""
+
+
+class SourceError(EnvscopeError):
+    """A secret source that cannot answer: ``source`` and ``reference`` name what failed.
+
+    ``reference`` is where the value was asked for (a keyring service and user,
+    an ``op://`` reference): never a value, and never a backend's raw message,
+    which may quote one.
+    """
+
+    def __init__(self, source: str, reference: str, message: str) -> None:
+        self.source = source
+        self.reference = reference
+        self.reason = message
+        super().__init__(f"secret source {source!r}: {reference}: {message}")
 
 
 class EnvValueError(EnvscopeError):

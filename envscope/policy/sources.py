@@ -12,9 +12,15 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol, runtime_checkable
 
 from envscope._inputs import portable_name
-from envscope.errors import ConfigurationError
+from envscope.errors import ConfigurationError, SourceError
 
-__all__ = ["SecretSource", "StaticSource", "check_source", "credential_names_of"]
+__all__ = [
+    "KeyringSource",
+    "SecretSource",
+    "StaticSource",
+    "check_source",
+    "credential_names_of",
+]
 
 
 @runtime_checkable
@@ -98,3 +104,88 @@ class _Named:
     def __init__(self, name: str, credential_names: object) -> None:
         self.name = name
         self.credential_names = credential_names
+
+
+class KeyringSource:
+    """A secret source over the OS keyring (``pip install envscope[keyring]``).
+
+    ``entries`` maps a home (``"*"``: every home) to ``{NAME: user}``: the value
+    of ``NAME`` is ``keyring.get_password(service, user)`` (Secret Service on
+    Linux, Keychain on macOS, Windows Credential Locker). ``missing`` says what
+    an entry the keyring does not hold does: ``"raise"`` (the default) raises
+    a ``SourceError``, ``"unset"`` leaves the name unset. A keyring that cannot
+    answer (no backend, a locked collection, a D-Bus error) always raises a
+    ``SourceError`` naming the service and user, never the backend's message
+    (it may quote a value). ``supplied_names(home)`` are the names the source
+    supplies for a home, fetched or not. ``keyring`` is imported on the first
+    fetch, never at import.
+    """
+
+    credential_names: tuple[str, ...] = ()  # the OS session unlocks it: no variable
+
+    def __init__(
+        self,
+        service: str,
+        entries: Mapping[str, Mapping[str, str]],
+        *,
+        name: str = "keyring",
+        missing: str = "raise",
+    ) -> None:
+        if not isinstance(service, str) or not service:
+            raise ConfigurationError("KeyringSource: service must be a non-empty string")
+        if missing not in ("raise", "unset"):
+            raise ConfigurationError(
+                f"KeyringSource: missing must be 'raise' or 'unset', not {missing!r}"
+            )
+        checked: dict[str, dict[str, str]] = {}
+        for home, names in entries.items():
+            for key, user in names.items():
+                if not portable_name(key) or not isinstance(user, str) or not user:
+                    raise ConfigurationError(
+                        f"KeyringSource {name!r}: entry {key!r} of {home!r} needs a variable "
+                        "name and a non-empty user"
+                    )
+            checked[home] = dict(names)
+        self._name = name
+        self.service = service
+        self._entries = checked
+        self.missing = missing
+
+    @property
+    def name(self) -> str:
+        """The source's name (in traces and errors)."""
+        return self._name
+
+    def _for(self, home: str) -> dict[str, str]:
+        found = dict(self._entries.get("*", {}))
+        found.update(self._entries.get(home, {}))
+        return found
+
+    def supplied_names(self, home: str) -> frozenset[str]:
+        """The names this source supplies for ``home``, whether or not a fetch answers."""
+        return frozenset(self._for(home))
+
+    def fetch(self, home: str) -> Mapping[str, str]:
+        """Each entry's password from the keyring (see the class docstring for failures)."""
+        import keyring  # optional dependency: on first use
+        from keyring.errors import KeyringError
+
+        values: dict[str, str] = {}
+        for key, user in sorted(self._for(home).items()):
+            reference = f"service {self.service!r}, user {user!r}"
+            failure: SourceError | None = None
+            try:
+                value = keyring.get_password(self.service, user)
+            except KeyringError as exc:  # the backend's message may quote a value: not kept
+                failure = SourceError(
+                    self._name, reference, f"the keyring cannot answer ({type(exc).__name__})"
+                )
+                value = None
+            if failure is not None:
+                raise failure
+            if value is None:
+                if self.missing == "raise":
+                    raise SourceError(self._name, reference, f"no entry for {key}")
+                continue
+            values[key] = value
+        return values

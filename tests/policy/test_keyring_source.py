@@ -1,0 +1,151 @@
+"""``KeyringSource``: values from the OS keyring, failures as a ``SourceError`` with no value.
+
+Against an in-memory keyring backend (``keyring.set_keyring``; the real
+Secret Service daemon is another slice): a table of what a fetch returns or
+raises, the host loading it at launch and for a routed home, and a property
+that no error names a value the keyring holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import keyring
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from keyring.backend import KeyringBackend
+from keyring.errors import KeyringLocked, PasswordSetError
+
+from envscope import Catalog, ConfigurationError, Host, KeyringSource, SourceError
+
+SECRET = "kr-secret-value-0123456789"
+
+
+class MemoryKeyring(KeyringBackend):
+    """A keyring backend in memory; ``failing`` makes every read raise that error."""
+
+    priority = 1
+
+    def __init__(self) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.store: dict[tuple[str, str], str] = {}
+        self.failing: Exception | None = None
+
+    def get_password(self, service: str, username: str) -> str | None:
+        if self.failing is not None:
+            raise self.failing
+        return self.store.get((service, username))
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self.store[(service, username)] = password
+
+    def delete_password(self, service: str, username: str) -> None:
+        self.store.pop((service, username), None)
+
+
+@pytest.fixture
+def ring() -> Iterator[MemoryKeyring]:
+    before = keyring.get_keyring()
+    memory = MemoryKeyring()
+    keyring.set_keyring(memory)
+    yield memory
+    keyring.set_keyring(before)
+
+
+@pytest.mark.parametrize(
+    ("stored", "missing", "expected"),
+    [
+        ({"gh-user": SECRET}, "raise", {"GH_TOKEN": SECRET}),
+        ({}, "unset", {}),
+        ({}, "raise", "no entry for GH_TOKEN"),
+    ],
+    ids=["found", "missing-unset", "missing-raise"],
+)
+def test_a_fetch_returns_or_raises(
+    ring: MemoryKeyring, stored: dict[str, str], missing: str, expected: object
+) -> None:
+    for user, value in stored.items():
+        ring.set_password("envscope", user, value)
+    source = KeyringSource("envscope", {"*": {"GH_TOKEN": "gh-user"}}, missing=missing)
+    assert source.supplied_names("/any/home") == {"GH_TOKEN"}
+    if isinstance(expected, dict):
+        assert source.fetch("/any/home") == expected
+        return
+    with pytest.raises(SourceError, match=str(expected)) as raised:
+        source.fetch("/any/home")
+    assert (raised.value.source, raised.value.reference) == (
+        "keyring",
+        "service 'envscope', user 'gh-user'",
+    )
+
+
+@pytest.mark.parametrize("error", [KeyringLocked(f"locked: {SECRET}"), PasswordSetError(SECRET)])
+def test_a_keyring_that_cannot_answer_raises_without_its_message(
+    ring: MemoryKeyring, error: Exception
+) -> None:
+    ring.failing = error
+    source = KeyringSource("envscope", {"*": {"GH_TOKEN": "gh-user"}}, missing="unset")
+    with pytest.raises(SourceError) as raised:
+        source.fetch("/home")
+    assert SECRET not in str(raised.value)
+    assert raised.value.__cause__ is None
+    assert raised.value.__context__ is None
+    assert type(error).__name__ in str(raised.value)
+
+
+def test_a_home_s_entries_are_laid_over_every_home_s(ring: MemoryKeyring) -> None:
+    ring.set_password("svc", "shared", "shared-value-01234")
+    ring.set_password("svc", "b-user", "b-value-0123456789")
+    source = KeyringSource("svc", {"*": {"SHARED_TOKEN": "shared"}, "/b": {"B_TOKEN": "b-user"}})
+    assert source.fetch("/a") == {"SHARED_TOKEN": "shared-value-01234"}
+    assert source.fetch("/b") == {
+        "SHARED_TOKEN": "shared-value-01234",
+        "B_TOKEN": "b-value-0123456789",
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        (("", {}), {}),
+        (("svc", {"*": {"NOT A NAME": "u"}}), {}),
+        (("svc", {"*": {"GH_TOKEN": ""}}), {}),
+        (("svc", {}), {"missing": "ignore"}),
+    ],
+    ids=["no-service", "bad-name", "no-user", "bad-missing"],
+)
+def test_a_wrong_configuration_is_an_error(
+    args: tuple[object, ...], kwargs: dict[str, str]
+) -> None:
+    with pytest.raises(ConfigurationError):
+        KeyringSource(*args, **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_host_loads_it_and_its_value_is_a_secret(ring: MemoryKeyring, tmp_path: Path) -> None:
+    """At launch the host puts the keyring's value into its env; a copy of it never reaches a
+    terminal child under another name."""
+    ring.set_password("envscope", "app", SECRET)
+    host = Host(tmp_path, environ={"PATH": "/usr/bin", "COPY": SECRET}, catalog=Catalog.default())
+    host.add_secret_source(KeyringSource("envscope", {"*": {"APP_TOKEN": "app"}}))
+    host.load_launch_env()
+    assert "APP_TOKEN" in host.source_applied_names()
+    child = host.build_subprocess_env()
+    assert SECRET not in child.values()
+
+
+@given(st.text(min_size=8, max_size=40), st.sampled_from(["raise", "unset"]))
+def test_no_error_holds_a_value_the_keyring_holds(value: str, missing: str) -> None:
+    memory = MemoryKeyring()
+    memory.set_password("svc", "other", value)
+    memory.failing = KeyringLocked(value)
+    before = keyring.get_keyring()
+    keyring.set_keyring(memory)
+    try:
+        source = KeyringSource("svc", {"*": {"X_TOKEN": "u"}}, missing=missing)
+        with pytest.raises(SourceError) as raised:
+            source.fetch("/h")
+    finally:
+        keyring.set_keyring(before)
+    assert value not in str(raised.value) or value in "svc X_TOKEN u keyring"
