@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, TypeVar
 from envscope._inputs import check_env, config_entry_error, copy_env, env_entries, snapshot_env
 from envscope.files._dotenv import read_dotenv
 from envscope.policy._declarations import Origin, OriginKind, norm
+from envscope.policy.sources import declared_names_of
 
 if TYPE_CHECKING:
     from envscope.policy.sources import SecretSource
@@ -243,6 +244,9 @@ class LaunchState:
         for key, value in values.items():
             environ.setdefault(key, value)
         for source in list(self.sources):
+            declared = declared_names_of(source, self.launch_home)  # the source's, fetched or not
+            with self.lock:
+                self._supplied.update(declared)
             fetched = fetch_source(source, self.launch_home)
             loaded.update(fetched)
             with self.lock:
@@ -378,6 +382,7 @@ class LaunchState:
         names: set[str] = set()
         for source, values in fetched:
             scope.update(values)
+            names.update(norm(n) for n in declared_names_of(source, home))
             for key in values:
                 names.add(norm(key))
                 origins[norm(key)] = Origin(OriginKind.SECRET_SOURCE, source.name)

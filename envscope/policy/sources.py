@@ -20,6 +20,7 @@ __all__ = [
     "StaticSource",
     "check_source",
     "credential_names_of",
+    "declared_names_of",
 ]
 
 
@@ -66,6 +67,32 @@ def credential_names_of(source: object) -> tuple[str, ...]:
         if not isinstance(name, str) or not portable_name(name):
             raise ConfigurationError(
                 f"secret source {label!r}: credential_names item {i} is not a variable name"
+            )
+    return found
+
+
+def declared_names_of(source: object, home: str) -> frozenset[str]:
+    """The names a source says it supplies for ``home`` (``supplied_names``), fetched or not.
+
+    Optional, like ``credential_names``: a source without it declares what it fetched.
+    A name that could not be fetched is still the source's, so a value under it that came
+    from elsewhere (a stale launch value) is never taken for an ordinary one. A bare
+    string or an invalid name is a ``ConfigurationError`` naming the source.
+    """
+    supplied = getattr(source, "supplied_names", None)
+    if supplied is None or not callable(supplied):
+        return frozenset()
+    names = supplied(home)
+    label = getattr(source, "name", type(source).__name__)
+    if isinstance(names, (str, bytes)) or not isinstance(names, Iterable):
+        raise ConfigurationError(
+            f"secret source {label!r}: supplied_names must return names, not a string"
+        )
+    found = frozenset(names)
+    for name in found:
+        if not isinstance(name, str) or not portable_name(name):
+            raise ConfigurationError(
+                f"secret source {label!r}: supplied_names holds something that is no name"
             )
     return found
 

@@ -18,7 +18,17 @@ from hypothesis import strategies as st
 from keyring.backend import KeyringBackend
 from keyring.errors import KeyringLocked, PasswordSetError
 
-from envscope import Catalog, ConfigurationError, Host, KeyringSource, SourceError
+from envscope import (
+    Catalog,
+    ConfigurationError,
+    Host,
+    KeyringSource,
+    Reason,
+    SourceError,
+    StaticSource,
+    Trace,
+)
+from envscope.policy.sources import declared_names_of
 
 SECRET = "kr-secret-value-0123456789"
 
@@ -149,3 +159,37 @@ def test_no_error_holds_a_value_the_keyring_holds(value: str, missing: str) -> N
     finally:
         keyring.set_keyring(before)
     assert value not in str(raised.value) or value in "svc X_TOKEN u keyring"
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["supplied_names", "fetched-only"])
+def test_a_name_the_source_could_not_fetch_is_still_the_source_s(
+    ring: MemoryKeyring, tmp_path: Path, declared: bool
+) -> None:
+    """The keyring lacks ACME_DSN (missing="unset"); a stale launch value under that name is
+    launch residue for a routed child when the source declares it, and only then."""
+    launch, routed = tmp_path / "A", tmp_path / "B"
+    launch.mkdir()
+    routed.mkdir()
+    source: object = KeyringSource("svc", {"*": {"ACME_DSN": "dsn"}}, missing="unset")
+    if not declared:
+        source = StaticSource("svc", {})
+    host = Host(launch, environ={"PATH": "/usr/bin", "ACME_DSN": "stale-value"},
+                catalog=Catalog.default())  # fmt: skip
+    host.add_secret_source(source)  # type: ignore[arg-type]
+    host.load_launch_env()
+    assert ("ACME_DSN" in host.source_supplied_names()) is declared
+    trace = Trace()
+    with host.routed(routed):
+        child = host.build_subprocess_env(trace=trace)
+    assert ("ACME_DSN" in child) is not declared
+    if declared:
+        assert trace.final()["ACME_DSN"].reason is Reason.LAUNCH_RESIDUE
+
+
+def test_supplied_names_must_be_names() -> None:
+    class Bad(StaticSource):
+        def supplied_names(self, home: str) -> str:
+            return "ACME_DSN"
+
+    with pytest.raises(ConfigurationError, match="supplied_names"):
+        declared_names_of(Bad("bad", {}), "/h")
