@@ -39,6 +39,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeVar
 
 from envscope._inputs import check_env, config_entry_error, copy_env, env_entries, snapshot_env
+from envscope.errors import SourceError
 from envscope.files._dotenv import read_dotenv
 from envscope.policy._declarations import Origin, OriginKind, norm
 from envscope.policy.sources import declared_names_of
@@ -155,6 +156,8 @@ class LaunchState:
         self._never_residue = never_residue  # global names + network trust (upper-cased)
         self.lock = threading.Lock()
         self.sources: list[SecretSource] = []
+        self._unset_on_failure: set[int] = set()  # id() of the sources a failure leaves unset
+        self._failures: dict[tuple[str, str], SourceError] = {}  # (source, home) -> the last
         self._dotenv_keys: set[str] = set()
         self._managed_keys: set[str] = set()
         self.managed_values: dict[str, str] | None = None
@@ -186,10 +189,37 @@ class LaunchState:
         """The launch home's ``.env``."""
         return os.path.join(self.launch_home, ".env")
 
-    def add_source(self, source: SecretSource) -> None:
-        """Consult this source at the next launch load and in every routed scope."""
+    def add_source(self, source: SecretSource, *, unset_on_failure: bool = False) -> None:
+        """Consult this source at the next launch load and in every routed scope.
+
+        ``unset_on_failure``: a ``SourceError`` from it leaves its names unset (the
+        failure is kept, see ``failures``) instead of stopping the load or the binding.
+        """
         with self.lock:
             self.sources.append(source)
+            if unset_on_failure:
+                self._unset_on_failure.add(id(source))
+
+    def _fetch(self, source: SecretSource, home: str) -> dict[str, str]:
+        """``fetch_source``, or nothing when the source failed and the host chose ``unset``."""
+        try:
+            fetched = fetch_source(source, home)
+        except SourceError as err:
+            with self.lock:
+                keep_going = id(source) in self._unset_on_failure
+                if keep_going:
+                    self._failures[(source.name, home)] = err
+            if not keep_going:
+                raise
+            return {}
+        with self.lock:
+            self._failures.pop((source.name, home), None)
+        return fetched
+
+    def failures(self) -> tuple[SourceError, ...]:
+        """The last failure of each source and home a failure left unset (no value in any)."""
+        with self.lock:
+            return tuple(self._failures.values())
 
     def managed_inputs(self) -> dict[str, str]:
         """What the managed file's ``${VAR}`` expands against: the env it is applied over.
@@ -247,7 +277,7 @@ class LaunchState:
             declared = declared_names_of(source, self.launch_home)  # the source's, fetched or not
             with self.lock:
                 self._supplied.update(declared)
-            fetched = fetch_source(source, self.launch_home)
+            fetched = self._fetch(source, self.launch_home)
             loaded.update(fetched)
             with self.lock:
                 self._supplied.update(fetched)
@@ -370,7 +400,7 @@ class LaunchState:
         """
         dotenv = self._home_dotenv(home, self._outside_env(global_names))
         sources = list(self.sources)
-        fetched = tuple((source, fetch_source(source, home)) for source in sources)
+        fetched = tuple((source, self._fetch(source, home)) for source in sources)
         managed = self.managed()
         with self.lock:
             cached = self._scopes.hit(home)

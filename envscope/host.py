@@ -30,7 +30,7 @@ from envscope._inputs import (
 )
 from envscope._launch import LaunchState
 from envscope.audit.trace import NULL_TRACE, Trace, check_trace
-from envscope.errors import ConfigurationError, RoutingError
+from envscope.errors import ConfigurationError, RoutingError, SourceError
 from envscope.manifests._home_policies import HomePolicies
 from envscope.pipeline._binding import Binding, HomeShare
 from envscope.pipeline._memo import BuildMemo
@@ -201,17 +201,26 @@ class Host:
         """A copy of the process env this host reads (``os.environ`` unless one was passed)."""
         return snapshot_env(self._environ, "environ")
 
-    def add_secret_source(self, source: SecretSource) -> None:
+    def add_secret_source(
+        self, source: SecretSource, *, on_failure: Literal["raise", "unset"] = "raise"
+    ) -> None:
         """Register a secret source; ``load_launch_env`` and routed scopes consult it.
 
         The names in the source's optional ``credential_names`` become Tier 1 in
         this host's catalog (every home, every surface); cached policies are dropped.
+        ``on_failure``: a ``SourceError`` from the source stops the launch load or the
+        binding (``"raise"``), or leaves its names unset (``"unset"``: the failure is
+        kept in ``source_failures()``; its ``supplied_names`` are still its own).
         """
         from envscope.policy.sources import check_source, credential_names_of
 
         check_source(source, "add_secret_source")
+        if on_failure not in ("raise", "unset"):
+            raise ConfigurationError(
+                f"add_secret_source: on_failure must be 'raise' or 'unset', not {on_failure!r}"
+            )
         names = credential_names_of(source)
-        self._launch.add_source(source)
+        self._launch.add_source(source, unset_on_failure=on_failure == "unset")
         with self._lock:
             if names:
                 detail = f"secret source {source.name}: credential_names"
@@ -235,6 +244,10 @@ class Host:
     def source_applied_names(self) -> frozenset[str]:
         """Names a secret source put into the process env at launch."""
         return self._launch.applied_names()
+
+    def source_failures(self) -> tuple[SourceError, ...]:
+        """The last ``SourceError`` of each source and home that ``on_failure="unset"`` absorbed."""
+        return self._launch.failures()
 
     def source_supplied_names(self) -> frozenset[str]:
         """Names a secret source supplied at launch, applied or skipped."""

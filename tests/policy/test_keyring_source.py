@@ -8,7 +8,7 @@ that no error names a value the keyring holds.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import keyring
@@ -193,3 +193,55 @@ def test_supplied_names_must_be_names() -> None:
 
     with pytest.raises(ConfigurationError, match="supplied_names"):
         declared_names_of(Bad("bad", {}), "/h")
+
+
+class Failing(StaticSource):
+    """A source that cannot answer for one home (its names: ACME_DSN)."""
+
+    def __init__(self, failing_home: str) -> None:
+        super().__init__("vault", {"*": {"ACME_DSN": "dsn-value-0123"}})
+        self.failing_home = failing_home
+
+    def supplied_names(self, home: str) -> frozenset[str]:
+        return frozenset({"ACME_DSN"})
+
+    def fetch(self, home: str) -> Mapping[str, str]:
+        if home == self.failing_home:
+            raise SourceError("vault", "secret/acme", "the vault is sealed")
+        return super().fetch(home)
+
+
+@pytest.mark.parametrize("where", ["launch", "routed"])
+@pytest.mark.parametrize("on_failure", ["raise", "unset"])
+def test_the_host_chooses_what_a_failure_does(tmp_path: Path, where: str, on_failure: str) -> None:
+    """``raise`` stops the load (or the binding); ``unset`` leaves the names unset, keeps the
+    failure (no value in it), and the names stay the source's."""
+    launch, routed = tmp_path / "A", tmp_path / "B"
+    launch.mkdir()
+    routed.mkdir()
+    failing = str(launch if where == "launch" else routed)
+    host = Host(launch, environ={"PATH": "/usr/bin"}, catalog=Catalog.default())
+    host.add_secret_source(Failing(failing), on_failure=on_failure)  # type: ignore[arg-type]
+
+    def run() -> dict[str, str]:
+        host.load_launch_env()
+        with host.routed(routed):
+            return host.build_subprocess_env()
+
+    if on_failure == "raise":
+        with pytest.raises(SourceError, match="secret/acme"):
+            run()
+        assert host.source_failures() == ()
+        return
+    child = run()
+    assert "ACME_DSN" in host.source_supplied_names()
+    assert ("ACME_DSN" in child) is (where == "launch")  # B's own fetch answered, or not
+    (failure,) = host.source_failures()
+    assert (failure.source, failure.reference) == ("vault", "secret/acme")
+    assert "dsn-value" not in str(failure)
+
+
+def test_on_failure_must_be_a_known_choice(tmp_path: Path) -> None:
+    host = Host(tmp_path, environ={}, catalog=Catalog.default())
+    with pytest.raises(ConfigurationError, match="on_failure"):
+        host.add_secret_source(StaticSource("s", {}), on_failure="ignore")  # type: ignore[arg-type]
