@@ -47,9 +47,25 @@ from envscope.policy.sources import declared_names_of
 if TYPE_CHECKING:
     from envscope.policy.sources import SecretSource
 
-__all__ = ["RACY_WINDOW_NS", "LaunchState", "Scope", "fetch_source", "file_signature"]
+__all__ = [
+    "RACY_WINDOW_NS",
+    "SOURCE_HOMES_KEPT",
+    "LaunchState",
+    "Scope",
+    "fetch_source",
+    "file_signature",
+]
 
 RACY_WINDOW_NS = 3_000_000_000
+SOURCE_HOMES_KEPT = 256
+"""How many homes' answers a secret source with a TTL keeps (emptied when full)."""
+
+
+def _now() -> float:
+    """The clock a source's TTL is counted on (``time.monotonic``; a test seam)."""
+    return time.monotonic()
+
+
 """As the manifest probe's: a 2 s timestamp granularity (FAT) plus clock slack."""
 
 Scope = tuple[Mapping[str, str], Mapping[str, Origin], frozenset[str]]
@@ -157,6 +173,8 @@ class LaunchState:
         self.lock = threading.Lock()
         self.sources: list[SecretSource] = []
         self._unset_on_failure: set[int] = set()  # id() of the sources a failure leaves unset
+        # id() of a source with a TTL -> (its TTL in seconds, home -> (fetched at, values))
+        self._fetches: dict[int, tuple[float, dict[str, tuple[float, dict[str, str]]]]] = {}
         self._failures: dict[tuple[str, str], SourceError] = {}  # (source, home) -> the last
         self._dotenv_keys: set[str] = set()
         self._managed_keys: set[str] = set()
@@ -189,16 +207,39 @@ class LaunchState:
         """The launch home's ``.env``."""
         return os.path.join(self.launch_home, ".env")
 
-    def add_source(self, source: SecretSource, *, unset_on_failure: bool = False) -> None:
+    def add_source(
+        self, source: SecretSource, *, unset_on_failure: bool = False, ttl: float | None = None
+    ) -> None:
         """Consult this source at the next launch load and in every routed scope.
 
         ``unset_on_failure``: a ``SourceError`` from it leaves its names unset (the
         failure is kept, see ``failures``) instead of stopping the load or the binding.
+        ``ttl``: a routed scope reuses what the source answered for a home for that
+        many seconds (``SOURCE_HOMES_KEPT`` homes at most); a launch load always fetches.
         """
         with self.lock:
             self.sources.append(source)
             if unset_on_failure:
                 self._unset_on_failure.add(id(source))
+            if ttl is not None:
+                self._fetches[id(source)] = (ttl, {})
+
+    def _cached_fetch(self, source: SecretSource, home: str) -> dict[str, str]:
+        """What the source answered for ``home`` within its TTL, else a fetch (then kept)."""
+        with self.lock:
+            slot = self._fetches.get(id(source))
+            hit = None if slot is None else slot[1].get(home)
+        if slot is not None and hit is not None and _now() - hit[0] < slot[0]:
+            return hit[1]
+        fetched = self._fetch(source, home)
+        if slot is not None:
+            with self.lock:
+                if (source.name, home) in self._failures:
+                    return fetched  # a failure left unset is asked again, never kept
+                if len(slot[1]) >= SOURCE_HOMES_KEPT:
+                    slot[1].clear()
+                slot[1][home] = (_now(), fetched)
+        return fetched
 
     def _fetch(self, source: SecretSource, home: str) -> dict[str, str]:
         """``fetch_source``, or nothing when the source failed and the host chose ``unset``."""
@@ -400,7 +441,7 @@ class LaunchState:
         """
         dotenv = self._home_dotenv(home, self._outside_env(global_names))
         sources = list(self.sources)
-        fetched = tuple((source, self._fetch(source, home)) for source in sources)
+        fetched = tuple((source, self._cached_fetch(source, home)) for source in sources)
         managed = self.managed()
         with self.lock:
             cached = self._scopes.hit(home)

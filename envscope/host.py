@@ -202,7 +202,11 @@ class Host:
         return snapshot_env(self._environ, "environ")
 
     def add_secret_source(
-        self, source: SecretSource, *, on_failure: Literal["raise", "unset"] = "raise"
+        self,
+        source: SecretSource,
+        *,
+        on_failure: Literal["raise", "unset"] = "raise",
+        ttl: float | None = None,
     ) -> None:
         """Register a secret source; ``load_launch_env`` and routed scopes consult it.
 
@@ -211,6 +215,9 @@ class Host:
         ``on_failure``: a ``SourceError`` from the source stops the launch load or the
         binding (``"raise"``), or leaves its names unset (``"unset"``: the failure is
         kept in ``source_failures()``; its ``supplied_names`` are still its own).
+        ``ttl`` (seconds): a ``routed()`` binding reuses what the source answered for
+        its home that long (a warm binding never waits on a vault); ``None``: it asks
+        the source every time. ``load_launch_env()`` always asks.
         """
         from envscope.policy.sources import check_source, credential_names_of
 
@@ -219,8 +226,12 @@ class Host:
             raise ConfigurationError(
                 f"add_secret_source: on_failure must be 'raise' or 'unset', not {on_failure!r}"
             )
+        if ttl is not None and (
+            isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl < 0
+        ):
+            raise ConfigurationError("add_secret_source: ttl must be a number of seconds, or None")
         names = credential_names_of(source)
-        self._launch.add_source(source, unset_on_failure=on_failure == "unset")
+        self._launch.add_source(source, unset_on_failure=on_failure == "unset", ttl=ttl)
         with self._lock:
             if names:
                 detail = f"secret source {source.name}: credential_names"

@@ -245,3 +245,47 @@ def test_on_failure_must_be_a_known_choice(tmp_path: Path) -> None:
     host = Host(tmp_path, environ={}, catalog=Catalog.default())
     with pytest.raises(ConfigurationError, match="on_failure"):
         host.add_secret_source(StaticSource("s", {}), on_failure="ignore")  # type: ignore[arg-type]
+
+
+class Counting(StaticSource):
+    """A source that counts its fetches per home."""
+
+    def __init__(self) -> None:
+        super().__init__("vault", {"*": {"ACME_DSN": "dsn-value-0123"}})
+        self.calls: list[str] = []
+
+    def fetch(self, home: str) -> Mapping[str, str]:
+        self.calls.append(home)
+        return super().fetch(home)
+
+
+@pytest.mark.parametrize("ttl", [None, 60.0])
+def test_a_ttl_spares_a_warm_binding_the_fetch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ttl: float | None
+) -> None:
+    """With a TTL, bindings within it reuse the answer (the scope stays the very same) and one
+    after it fetches again; without, every binding fetches."""
+    from envscope import _launch
+
+    now = [1000.0]
+    monkeypatch.setattr(_launch, "_now", lambda: now[0])
+    launch, routed = tmp_path / "A", tmp_path / "B"
+    launch.mkdir()
+    routed.mkdir()
+    source = Counting()
+    host = Host(launch, environ={"PATH": "/usr/bin"}, catalog=Catalog.default())
+    host.add_secret_source(source, ttl=ttl)
+    children = []
+    for advance in (0.0, 30.0, 31.0):  # the third binding is 61 s after the first
+        now[0] += advance
+        with host.routed(routed):
+            children.append(host.build_subprocess_env())
+    assert all(child["ACME_DSN"] == "dsn-value-0123" for child in children)
+    assert len(source.calls) == (3 if ttl is None else 2)
+
+
+@pytest.mark.parametrize("ttl", [-1, "60", True])
+def test_a_ttl_is_a_number_of_seconds(tmp_path: Path, ttl: object) -> None:
+    host = Host(tmp_path, environ={}, catalog=Catalog.default())
+    with pytest.raises(ConfigurationError, match="ttl"):
+        host.add_secret_source(StaticSource("s", {}), ttl=ttl)  # type: ignore[arg-type]
