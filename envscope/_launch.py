@@ -42,7 +42,7 @@ from envscope._inputs import check_env, config_entry_error, copy_env, env_entrie
 from envscope.errors import SourceError
 from envscope.files._dotenv import read_dotenv
 from envscope.policy._declarations import Origin, OriginKind, norm
-from envscope.policy.sources import declared_names_of
+from envscope.policy.sources import declared_names_of, source_detail
 
 if TYPE_CHECKING:
     from envscope.policy.sources import SecretSource
@@ -456,7 +456,9 @@ class LaunchState:
             names.update(norm(n) for n in declared_names_of(source, home))
             for key in values:
                 names.add(norm(key))
-                origins[norm(key)] = Origin(OriginKind.SECRET_SOURCE, source.name)
+                origins[norm(key)] = Origin(
+                    OriginKind.SECRET_SOURCE, source_detail(source, home, key)
+                )
         for key, value in managed.items():
             scope[key] = value
             origins[norm(key)] = Origin(OriginKind.MANAGED, "managed", path=self.managed_path)

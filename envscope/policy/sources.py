@@ -21,6 +21,7 @@ __all__ = [
     "check_source",
     "credential_names_of",
     "declared_names_of",
+    "source_detail",
 ]
 
 
@@ -95,6 +96,18 @@ def declared_names_of(source: object, home: str) -> frozenset[str]:
                 f"secret source {label!r}: supplied_names holds something that is no name"
             )
     return found
+
+
+def source_detail(source: object, home: str, name: str) -> str:
+    """How a trace names where a value came from: the source, and its entry when it says.
+
+    A source's optional ``reference_of(home, name)`` gives the entry (a keyring service
+    and user, an ``op://`` reference): ``keyring (service 'svc', user 'gh')``. Never a value.
+    """
+    label = str(getattr(source, "name", type(source).__name__))
+    reference_of = getattr(source, "reference_of", None)
+    reference = reference_of(home, name) if callable(reference_of) else None
+    return label if not isinstance(reference, str) or not reference else f"{label} ({reference})"
 
 
 class StaticSource:
@@ -192,6 +205,11 @@ class KeyringSource:
         """The names this source supplies for ``home``, whether or not a fetch answers."""
         return frozenset(self._for(home))
 
+    def reference_of(self, home: str, name: str) -> str | None:
+        """The keyring entry ``name`` comes from for ``home`` (traces show it), or None."""
+        user = self._for(home).get(name)
+        return None if user is None else f"service {self.service!r}, user {user!r}"
+
     def fetch(self, home: str) -> Mapping[str, str]:
         """Each entry's password from the keyring (see the class docstring for failures)."""
         import keyring  # optional dependency: on first use
@@ -199,7 +217,7 @@ class KeyringSource:
 
         values: dict[str, str] = {}
         for key, user in sorted(self._for(home).items()):
-            reference = f"service {self.service!r}, user {user!r}"
+            reference = f"service {self.service!r}, user {user!r}"  # as reference_of says
             failure: SourceError | None = None
             try:
                 value = keyring.get_password(self.service, user)

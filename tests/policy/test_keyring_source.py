@@ -28,7 +28,7 @@ from envscope import (
     StaticSource,
     Trace,
 )
-from envscope.policy.sources import declared_names_of
+from envscope.policy.sources import declared_names_of, source_detail
 
 SECRET = "kr-secret-value-0123456789"
 
@@ -289,3 +289,24 @@ def test_a_ttl_is_a_number_of_seconds(tmp_path: Path, ttl: object) -> None:
     host = Host(tmp_path, environ={}, catalog=Catalog.default())
     with pytest.raises(ConfigurationError, match="ttl"):
         host.add_secret_source(StaticSource("s", {}), ttl=ttl)  # type: ignore[arg-type]
+
+
+def test_a_routed_value_s_origin_names_the_keyring_entry(
+    ring: MemoryKeyring, tmp_path: Path
+) -> None:
+    """explain's origin for a source's value: the source and its entry, never the value."""
+    ring.set_password("svc", "b-user", "b-value-0123456789")
+    launch, routed = tmp_path / "A", tmp_path / "B"
+    launch.mkdir()
+    routed.mkdir()
+    host = Host(launch, environ={"PATH": "/usr/bin"}, catalog=Catalog.default())
+    host.add_secret_source(KeyringSource("svc", {str(routed): {"B_SETTING": "b-user"}}))
+    trace = Trace()
+    with host.routed(routed):
+        child = host.build_subprocess_env(trace=trace)
+    assert child["B_SETTING"] == "b-value-0123456789"
+    origin = trace.final()["B_SETTING"].origin
+    assert origin is not None
+    assert origin.detail == "keyring (service 'svc', user 'b-user')"
+    assert "b-value" not in str(origin)
+    assert source_detail(StaticSource("plain", {}), str(routed), "B_SETTING") == "plain"
