@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name loads on firs
     from envscope.policy._secret_policy import SecretPolicy as SecretPolicy
     from envscope.policy.catalog import Catalog as Catalog
     from envscope.policy.sources import KeyringSource as KeyringSource
+    from envscope.policy.sources import OnePasswordSource as OnePasswordSource
     from envscope.policy.sources import SecretSource as SecretSource
     from envscope.policy.sources import StaticSource as StaticSource
     from envscope.policy.surfaces import Inherit as Inherit
@@ -83,6 +84,7 @@ _PUBLIC: dict[str, str] = {
     "KeyringSource": "envscope.policy.sources",
     "ManifestError": "envscope.errors",
     "NotConfiguredError": "envscope.errors",
+    "OnePasswordSource": "envscope.policy.sources",
     "Origin": "envscope.policy._declarations",
     "OriginKind": "envscope.policy._declarations",
     "PassthroughRefusedError": "envscope.errors",

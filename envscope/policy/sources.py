@@ -15,7 +15,9 @@ from envscope._inputs import portable_name
 from envscope.errors import ConfigurationError, SourceError
 
 __all__ = [
+    "OP_CREDENTIALS",
     "KeyringSource",
+    "OnePasswordSource",
     "SecretSource",
     "StaticSource",
     "check_source",
@@ -233,4 +235,87 @@ class KeyringSource:
                     raise SourceError(self._name, reference, f"no entry for {key}")
                 continue
             values[key] = value
+        return values
+
+
+OP_CREDENTIALS = ("OP_SERVICE_ACCOUNT_TOKEN", "OP_CONNECT_HOST", "OP_CONNECT_TOKEN")
+"""What the 1Password CLI authenticates with (Tier 1 for every child of a host using it)."""
+
+
+class OnePasswordSource:
+    """A secret source over the 1Password CLI: ``op read op://vault/item/field`` per entry.
+
+    ``entries`` maps a home (``"*"``: every home) to ``{NAME: "op://…"}``. The
+    CLI runs with ``PATH``, ``LANG`` and the 1Password credentials of ``environ``
+    (``OP_CREDENTIALS``, read at each fetch; default ``os.environ``) and nothing
+    else, bounded by ``timeout`` seconds (``policy._cli_source``). A reference
+    the CLI cannot read is a ``SourceError`` naming it, with the CLI's stderr
+    filtered (credentials and credential formats masked). ``executable`` is the
+    ``op`` to run (a path, or a name looked up on ``environ``'s ``PATH``).
+    """
+
+    credential_names: tuple[str, ...] = OP_CREDENTIALS
+
+    def __init__(
+        self,
+        entries: Mapping[str, Mapping[str, str]],
+        *,
+        name: str = "1password",
+        environ: Mapping[str, str] | None = None,
+        executable: str = "op",
+        timeout: float = 10.0,
+    ) -> None:
+        checked: dict[str, dict[str, str]] = {}
+        for home, names in entries.items():
+            for key, ref in names.items():
+                if (
+                    not portable_name(key)
+                    or not isinstance(ref, str)
+                    or not ref.startswith("op://")
+                ):
+                    raise ConfigurationError(
+                        f"OnePasswordSource {name!r}: entry {key!r} of {home!r} needs a variable "
+                        "name and an op://vault/item/field reference"
+                    )
+            checked[home] = dict(names)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ConfigurationError("OnePasswordSource: timeout must be a positive number")
+        self._name = name
+        self._entries = checked
+        self._environ = environ
+        self.executable = executable
+        self.timeout = float(timeout)
+
+    @property
+    def name(self) -> str:
+        """The source's name (in traces and errors)."""
+        return self._name
+
+    def _for(self, home: str) -> dict[str, str]:
+        found = dict(self._entries.get("*", {}))
+        found.update(self._entries.get(home, {}))
+        return found
+
+    def supplied_names(self, home: str) -> frozenset[str]:
+        """The names this source supplies for ``home``, whether or not a fetch answers."""
+        return frozenset(self._for(home))
+
+    def reference_of(self, home: str, name: str) -> str | None:
+        """The ``op://`` reference ``name`` comes from for ``home`` (traces show it), or None."""
+        return self._for(home).get(name)
+
+    def fetch(self, home: str) -> Mapping[str, str]:
+        """``op read`` of each entry for ``home`` (a ``SourceError`` for the first that fails)."""
+        import os
+        import shutil
+
+        from envscope.policy._cli_source import run_source_cli
+
+        environ = os.environ if self._environ is None else self._environ
+        credentials = {k: environ[k] for k in OP_CREDENTIALS if environ.get(k)}
+        exe = shutil.which(self.executable, path=environ.get("PATH")) or self.executable
+        values: dict[str, str] = {}
+        for key, ref in sorted(self._for(home).items()):
+            argv = (exe, "read", "--no-newline", ref)
+            values[key] = run_source_cli(self._name, ref, argv, credentials, timeout=self.timeout)
         return values
