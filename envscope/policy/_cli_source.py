@@ -6,8 +6,8 @@ what it printed. The child's environment is ``PATH`` (the OS default), a
 reaches a vault's CLI, and the call is bounded by ``timeout`` seconds with
 stdin closed, so a prompt never waits. Every failure is a ``SourceError``
 naming the source and the reference: the client missing, not answering in
-time, or exiting non-zero. On a non-zero exit the message carries the first
-line of the client's stderr *filtered*: each credential value and anything of
+time, or exiting non-zero. On a non-zero exit the message carries the
+client's stderr, its lines joined, *filtered*: each credential value and anything of
 a credential format masked, control characters removed, at most
 ``STDERR_CHARS`` characters (a client may echo what it was given).
 """
@@ -29,11 +29,11 @@ _MASK = "[masked]"
 
 
 def filtered_stderr(data: bytes, credentials: Mapping[str, str]) -> str:
-    """The first non-blank line of ``data`` with secrets masked, one printable line, bounded."""
+    """``data``'s non-blank lines joined, secrets masked: one printable line, bounded."""
     from envscope.policy.formats import format_table
 
     text = data.decode("utf-8", "replace")
-    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    line = " ".join(part.strip() for part in text.splitlines() if part.strip())
     for value in sorted(credentials.values(), key=len, reverse=True):
         if len(value) >= 8:
             line = line.replace(value, _MASK)

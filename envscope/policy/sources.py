@@ -8,6 +8,7 @@ names Tier 1 for every child of the host.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Protocol, runtime_checkable
 
@@ -15,7 +16,9 @@ from envscope._inputs import portable_name
 from envscope.errors import ConfigurationError, SourceError
 
 __all__ = [
+    "BWS_CREDENTIALS",
     "OP_CREDENTIALS",
+    "BitwardenSource",
     "KeyringSource",
     "OnePasswordSource",
     "SecretSource",
@@ -318,4 +321,97 @@ class OnePasswordSource:
         for key, ref in sorted(self._for(home).items()):
             argv = (exe, "read", "--no-newline", ref)
             values[key] = run_source_cli(self._name, ref, argv, credentials, timeout=self.timeout)
+        return values
+
+
+BWS_CREDENTIALS = ("BWS_ACCESS_TOKEN",)
+"""What the Bitwarden Secrets Manager CLI authenticates with (Tier 1 for every child)."""
+
+_SECRET_ID = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+
+
+class BitwardenSource:
+    """A secret source over Bitwarden Secrets Manager: ``bws secret get ID --output json``.
+
+    ``entries`` maps a home (``"*"``: every home) to ``{NAME: secret id}`` (a
+    UUID). The CLI runs with ``PATH``, ``LANG`` and ``BWS_ACCESS_TOKEN`` from
+    ``environ`` (default ``os.environ``) and nothing else, bounded by ``timeout``
+    seconds; the value is the ``value`` field of the JSON it prints. Failures
+    are a ``SourceError`` naming the secret id (stderr filtered, as for every CLI).
+    """
+
+    credential_names: tuple[str, ...] = BWS_CREDENTIALS
+
+    def __init__(
+        self,
+        entries: Mapping[str, Mapping[str, str]],
+        *,
+        name: str = "bitwarden",
+        environ: Mapping[str, str] | None = None,
+        executable: str = "bws",
+        timeout: float = 10.0,
+    ) -> None:
+        for home, names in entries.items():
+            for key, ref in names.items():
+                if (
+                    not portable_name(key)
+                    or not isinstance(ref, str)
+                    or not _SECRET_ID.fullmatch(ref)
+                ):
+                    raise ConfigurationError(
+                        f"BitwardenSource {name!r}: entry {key!r} of {home!r} needs a variable "
+                        "name and a secret id (a UUID)"
+                    )
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ConfigurationError("BitwardenSource: timeout must be a positive number")
+        self._name = name
+        self._entries = {home: dict(names) for home, names in entries.items()}
+        self._environ = environ
+        self.executable = executable
+        self.timeout = float(timeout)
+
+    @property
+    def name(self) -> str:
+        """The source's name (in traces and errors)."""
+        return self._name
+
+    def _for(self, home: str) -> dict[str, str]:
+        found = dict(self._entries.get("*", {}))
+        found.update(self._entries.get(home, {}))
+        return found
+
+    def supplied_names(self, home: str) -> frozenset[str]:
+        """The names this source supplies for ``home``, whether or not a fetch answers."""
+        return frozenset(self._for(home))
+
+    def reference_of(self, home: str, name: str) -> str | None:
+        """The secret id ``name`` comes from for ``home`` (traces show it), or None."""
+        secret_id = self._for(home).get(name)
+        return None if secret_id is None else f"secret {secret_id}"
+
+    def fetch(self, home: str) -> Mapping[str, str]:
+        """``bws secret get`` of each entry for ``home`` (a ``SourceError`` at a failure)."""
+        import json
+        import os
+        import shutil
+
+        from envscope.policy._cli_source import run_source_cli
+
+        environ = os.environ if self._environ is None else self._environ
+        credentials = {k: environ[k] for k in BWS_CREDENTIALS if environ.get(k)}
+        exe = shutil.which(self.executable, path=environ.get("PATH")) or self.executable
+        values: dict[str, str] = {}
+        for key, secret_id in sorted(self._for(home).items()):
+            reference = f"secret {secret_id}"
+            argv = (exe, "secret", "get", secret_id, "--output", "json")
+            out = run_source_cli(self._name, reference, argv, credentials, timeout=self.timeout)
+            try:
+                value = json.loads(out).get("value")
+            except (ValueError, AttributeError):  # not JSON, or not an object
+                value = None
+            if not isinstance(value, str):  # raised outside the handler: no context kept
+                raise SourceError(self._name, reference, "bws printed no secret value")
+            values[key] = value
         return values
