@@ -136,9 +136,7 @@ class StaticSource:
 
     def fetch(self, home: str) -> Mapping[str, str]:
         """The values for ``home`` (``"*"`` applies to every home), as a new dict."""
-        merged = dict(self._values.get("*", {}))
-        merged.update(self._values.get(home, {}))
-        return merged
+        return _per_home(self._values, home)
 
 
 class _Named:
@@ -151,7 +149,76 @@ class _Named:
         self.credential_names = credential_names
 
 
-class KeyringSource:
+def _per_home(entries: Mapping[str, Mapping[str, str]], home: str) -> dict[str, str]:
+    """A home's entries laid over every home's (``"*"``): the one rule every source uses."""
+    found = dict(entries.get("*", {}))
+    found.update(entries.get(home, {}))
+    return found
+
+
+def _timeout(owner: str, timeout: object) -> float:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise ConfigurationError(f"{owner}: timeout must be a positive number")
+    return float(timeout)
+
+
+class _EntrySource:
+    """What every source over per-home ``{NAME: reference}`` entries shares.
+
+    ``entries`` maps a home (``"*"``: every home; any other key is a path, kept
+    as its home identity, so a relative or symlinked path still names the home
+    the host passes) to ``{NAME: reference}``; each reference passes ``valid``
+    or the constructor raises a ``ConfigurationError`` naming the entry.
+    ``supplied_names`` and ``reference_of`` read them; ``_describe`` says how a
+    reference appears in errors and traces (never a value).
+    """
+
+    credential_names: tuple[str, ...] = ()
+    _needs = "a reference"
+
+    def __init__(self, name: str, entries: Mapping[str, Mapping[str, str]]) -> None:
+        from envscope._inputs import home_identity
+
+        kind = type(self).__name__
+        if not isinstance(name, str) or not name:
+            raise ConfigurationError(f"{kind}: name must be a non-empty string")
+        checked: dict[str, dict[str, str]] = {}
+        for home, names in entries.items():
+            for key, ref in names.items():
+                if not portable_name(key) or not isinstance(ref, str) or not self._valid(ref):
+                    raise ConfigurationError(
+                        f"{kind} {name!r}: entry {key!r} of {home!r} needs a variable name "
+                        f"and {self._needs}"
+                    )
+            checked[home if home == "*" else home_identity(home)] = dict(names)
+        self._name = name
+        self._entries = checked
+
+    def _valid(self, reference: str) -> bool:
+        return bool(reference)
+
+    def _describe(self, reference: str) -> str:
+        return reference
+
+    @property
+    def name(self) -> str:
+        """The source's name (in traces and errors)."""
+        return self._name
+
+    def _for(self, home: str) -> dict[str, str]:
+        return _per_home(self._entries, home)
+
+    def supplied_names(self, home: str) -> frozenset[str]:
+        """The names this source supplies for ``home``, whether or not a fetch answers."""
+        return frozenset(self._for(home))
+
+    def reference_of(self, home: str, name: str) -> str | None:
+        """Where ``name`` comes from for ``home`` (traces show it; never a value), or None."""
+        ref = self._for(home).get(name)
+        return None if ref is None else self._describe(ref)
+
+
+class KeyringSource(_EntrySource):
     """A secret source over the OS keyring (``pip install envscope[keyring]``).
 
     ``entries`` maps a home (``"*"``: every home) to ``{NAME: user}``: the value
@@ -161,12 +228,11 @@ class KeyringSource:
     a ``SourceError``, ``"unset"`` leaves the name unset. A keyring that cannot
     answer (no backend, a locked collection, a D-Bus error) always raises a
     ``SourceError`` naming the service and user, never the backend's message
-    (it may quote a value). ``supplied_names(home)`` are the names the source
-    supplies for a home, fetched or not. ``keyring`` is imported on the first
-    fetch, never at import.
+    (it may quote a value). ``keyring`` is imported on the first fetch, never
+    at import. The OS session unlocks the keyring: no credential variable.
     """
 
-    credential_names: tuple[str, ...] = ()  # the OS session unlocks it: no variable
+    _needs = "a non-empty user"
 
     def __init__(
         self,
@@ -182,38 +248,12 @@ class KeyringSource:
             raise ConfigurationError(
                 f"KeyringSource: missing must be 'raise' or 'unset', not {missing!r}"
             )
-        checked: dict[str, dict[str, str]] = {}
-        for home, names in entries.items():
-            for key, user in names.items():
-                if not portable_name(key) or not isinstance(user, str) or not user:
-                    raise ConfigurationError(
-                        f"KeyringSource {name!r}: entry {key!r} of {home!r} needs a variable "
-                        "name and a non-empty user"
-                    )
-            checked[home] = dict(names)
-        self._name = name
         self.service = service
-        self._entries = checked
         self.missing = missing
+        super().__init__(name, entries)
 
-    @property
-    def name(self) -> str:
-        """The source's name (in traces and errors)."""
-        return self._name
-
-    def _for(self, home: str) -> dict[str, str]:
-        found = dict(self._entries.get("*", {}))
-        found.update(self._entries.get(home, {}))
-        return found
-
-    def supplied_names(self, home: str) -> frozenset[str]:
-        """The names this source supplies for ``home``, whether or not a fetch answers."""
-        return frozenset(self._for(home))
-
-    def reference_of(self, home: str, name: str) -> str | None:
-        """The keyring entry ``name`` comes from for ``home`` (traces show it), or None."""
-        user = self._for(home).get(name)
-        return None if user is None else f"service {self.service!r}, user {user!r}"
+    def _describe(self, reference: str) -> str:
+        return f"service {self.service!r}, user {reference!r}"
 
     def fetch(self, home: str) -> Mapping[str, str]:
         """Each entry's password from the keyring (see the class docstring for failures)."""
@@ -222,22 +262,72 @@ class KeyringSource:
 
         values: dict[str, str] = {}
         for key, user in sorted(self._for(home).items()):
-            reference = f"service {self.service!r}, user {user!r}"  # as reference_of says
             failure: SourceError | None = None
             try:
                 value = keyring.get_password(self.service, user)
             except KeyringError as exc:  # the backend's message may quote a value: not kept
                 failure = SourceError(
-                    self._name, reference, f"the keyring cannot answer ({type(exc).__name__})"
+                    self._name,
+                    self._describe(user),
+                    f"the keyring cannot answer ({type(exc).__name__})",
                 )
                 value = None
             if failure is not None:
                 raise failure
             if value is None:
                 if self.missing == "raise":
-                    raise SourceError(self._name, reference, f"no entry for {key}")
+                    raise SourceError(self._name, self._describe(user), f"no entry for {key}")
                 continue
             values[key] = value
+        return values
+
+
+class _CliSource(_EntrySource):
+    """A source that runs its vendor's CLI once per entry (``policy._cli_source``).
+
+    The CLI gets ``PATH``, ``LANG`` and this source's ``credential_names`` from
+    ``environ`` (read at each fetch; default ``os.environ``), nothing else,
+    within ``timeout`` seconds. ``executable`` is a path, or a name looked up on
+    ``environ``'s ``PATH``. Subclasses say how to ask (``_argv``) and read the
+    answer (``_value``).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        entries: Mapping[str, Mapping[str, str]],
+        *,
+        environ: Mapping[str, str] | None,
+        executable: str,
+        timeout: float,
+    ) -> None:
+        super().__init__(name, entries)
+        self._environ = environ
+        self.executable = executable
+        self.timeout = _timeout(type(self).__name__, timeout)
+
+    def _argv(self, exe: str, reference: str) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    def _value(self, out: str, reference: str) -> str:
+        return out
+
+    def fetch(self, home: str) -> Mapping[str, str]:
+        """One CLI call per entry for ``home`` (a ``SourceError`` at the first failure)."""
+        import os
+        import shutil
+
+        from envscope.policy._cli_source import run_source_cli
+
+        environ = os.environ if self._environ is None else self._environ
+        credentials = {k: environ[k] for k in self.credential_names if environ.get(k)}
+        exe = shutil.which(self.executable, path=environ.get("PATH")) or self.executable
+        values: dict[str, str] = {}
+        for key, ref in sorted(self._for(home).items()):
+            said = self._describe(ref)
+            out = run_source_cli(self._name, said, self._argv(exe, ref), credentials,
+                                 timeout=self.timeout)  # fmt: skip
+            values[key] = self._value(out, said)
         return values
 
 
@@ -245,19 +335,18 @@ OP_CREDENTIALS = ("OP_SERVICE_ACCOUNT_TOKEN", "OP_CONNECT_HOST", "OP_CONNECT_TOK
 """What the 1Password CLI authenticates with (Tier 1 for every child of a host using it)."""
 
 
-class OnePasswordSource:
+class OnePasswordSource(_CliSource):
     """A secret source over the 1Password CLI: ``op read op://vault/item/field`` per entry.
 
-    ``entries`` maps a home (``"*"``: every home) to ``{NAME: "op://…"}``. The
-    CLI runs with ``PATH``, ``LANG`` and the 1Password credentials of ``environ``
-    (``OP_CREDENTIALS``, read at each fetch; default ``os.environ``) and nothing
-    else, bounded by ``timeout`` seconds (``policy._cli_source``). A reference
-    the CLI cannot read is a ``SourceError`` naming it, with the CLI's stderr
-    filtered (credentials and credential formats masked). ``executable`` is the
-    ``op`` to run (a path, or a name looked up on ``environ``'s ``PATH``).
+    ``entries`` maps a home (``"*"``: every home) to ``{NAME: "op://…"}``; the CLI
+    runs as every ``_CliSource`` does, with the 1Password credentials
+    (``OP_CREDENTIALS``). A reference the CLI cannot read is a ``SourceError``
+    naming it, with the CLI's stderr filtered (credentials and credential
+    formats masked).
     """
 
     credential_names: tuple[str, ...] = OP_CREDENTIALS
+    _needs = "an op://vault/item/field reference"
 
     def __init__(
         self,
@@ -268,60 +357,13 @@ class OnePasswordSource:
         executable: str = "op",
         timeout: float = 10.0,
     ) -> None:
-        checked: dict[str, dict[str, str]] = {}
-        for home, names in entries.items():
-            for key, ref in names.items():
-                if (
-                    not portable_name(key)
-                    or not isinstance(ref, str)
-                    or not ref.startswith("op://")
-                ):
-                    raise ConfigurationError(
-                        f"OnePasswordSource {name!r}: entry {key!r} of {home!r} needs a variable "
-                        "name and an op://vault/item/field reference"
-                    )
-            checked[home] = dict(names)
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-            raise ConfigurationError("OnePasswordSource: timeout must be a positive number")
-        self._name = name
-        self._entries = checked
-        self._environ = environ
-        self.executable = executable
-        self.timeout = float(timeout)
+        super().__init__(name, entries, environ=environ, executable=executable, timeout=timeout)
 
-    @property
-    def name(self) -> str:
-        """The source's name (in traces and errors)."""
-        return self._name
+    def _valid(self, reference: str) -> bool:
+        return reference.startswith("op://")
 
-    def _for(self, home: str) -> dict[str, str]:
-        found = dict(self._entries.get("*", {}))
-        found.update(self._entries.get(home, {}))
-        return found
-
-    def supplied_names(self, home: str) -> frozenset[str]:
-        """The names this source supplies for ``home``, whether or not a fetch answers."""
-        return frozenset(self._for(home))
-
-    def reference_of(self, home: str, name: str) -> str | None:
-        """The ``op://`` reference ``name`` comes from for ``home`` (traces show it), or None."""
-        return self._for(home).get(name)
-
-    def fetch(self, home: str) -> Mapping[str, str]:
-        """``op read`` of each entry for ``home`` (a ``SourceError`` for the first that fails)."""
-        import os
-        import shutil
-
-        from envscope.policy._cli_source import run_source_cli
-
-        environ = os.environ if self._environ is None else self._environ
-        credentials = {k: environ[k] for k in OP_CREDENTIALS if environ.get(k)}
-        exe = shutil.which(self.executable, path=environ.get("PATH")) or self.executable
-        values: dict[str, str] = {}
-        for key, ref in sorted(self._for(home).items()):
-            argv = (exe, "read", "--no-newline", ref)
-            values[key] = run_source_cli(self._name, ref, argv, credentials, timeout=self.timeout)
-        return values
+    def _argv(self, exe: str, reference: str) -> tuple[str, ...]:
+        return (exe, "read", "--no-newline", reference)
 
 
 BWS_CREDENTIALS = ("BWS_ACCESS_TOKEN",)
@@ -332,17 +374,17 @@ _SECRET_ID = re.compile(
 )
 
 
-class BitwardenSource:
+class BitwardenSource(_CliSource):
     """A secret source over Bitwarden Secrets Manager: ``bws secret get ID --output json``.
 
     ``entries`` maps a home (``"*"``: every home) to ``{NAME: secret id}`` (a
-    UUID). The CLI runs with ``PATH``, ``LANG`` and ``BWS_ACCESS_TOKEN`` from
-    ``environ`` (default ``os.environ``) and nothing else, bounded by ``timeout``
-    seconds; the value is the ``value`` field of the JSON it prints. Failures
-    are a ``SourceError`` naming the secret id (stderr filtered, as for every CLI).
+    UUID); the CLI runs as every ``_CliSource`` does, with ``BWS_ACCESS_TOKEN``.
+    The value is the ``value`` field of the JSON it prints; anything else is a
+    ``SourceError`` naming the secret id.
     """
 
     credential_names: tuple[str, ...] = BWS_CREDENTIALS
+    _needs = "a secret id (a UUID)"
 
     def __init__(
         self,
@@ -353,65 +395,24 @@ class BitwardenSource:
         executable: str = "bws",
         timeout: float = 10.0,
     ) -> None:
-        for home, names in entries.items():
-            for key, ref in names.items():
-                if (
-                    not portable_name(key)
-                    or not isinstance(ref, str)
-                    or not _SECRET_ID.fullmatch(ref)
-                ):
-                    raise ConfigurationError(
-                        f"BitwardenSource {name!r}: entry {key!r} of {home!r} needs a variable "
-                        "name and a secret id (a UUID)"
-                    )
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-            raise ConfigurationError("BitwardenSource: timeout must be a positive number")
-        self._name = name
-        self._entries = {home: dict(names) for home, names in entries.items()}
-        self._environ = environ
-        self.executable = executable
-        self.timeout = float(timeout)
+        super().__init__(name, entries, environ=environ, executable=executable, timeout=timeout)
 
-    @property
-    def name(self) -> str:
-        """The source's name (in traces and errors)."""
-        return self._name
+    def _valid(self, reference: str) -> bool:
+        return _SECRET_ID.fullmatch(reference) is not None
 
-    def _for(self, home: str) -> dict[str, str]:
-        found = dict(self._entries.get("*", {}))
-        found.update(self._entries.get(home, {}))
-        return found
+    def _describe(self, reference: str) -> str:
+        return f"secret {reference}"
 
-    def supplied_names(self, home: str) -> frozenset[str]:
-        """The names this source supplies for ``home``, whether or not a fetch answers."""
-        return frozenset(self._for(home))
+    def _argv(self, exe: str, reference: str) -> tuple[str, ...]:
+        return (exe, "secret", "get", reference, "--output", "json")
 
-    def reference_of(self, home: str, name: str) -> str | None:
-        """The secret id ``name`` comes from for ``home`` (traces show it), or None."""
-        secret_id = self._for(home).get(name)
-        return None if secret_id is None else f"secret {secret_id}"
-
-    def fetch(self, home: str) -> Mapping[str, str]:
-        """``bws secret get`` of each entry for ``home`` (a ``SourceError`` at a failure)."""
+    def _value(self, out: str, reference: str) -> str:
         import json
-        import os
-        import shutil
 
-        from envscope.policy._cli_source import run_source_cli
-
-        environ = os.environ if self._environ is None else self._environ
-        credentials = {k: environ[k] for k in BWS_CREDENTIALS if environ.get(k)}
-        exe = shutil.which(self.executable, path=environ.get("PATH")) or self.executable
-        values: dict[str, str] = {}
-        for key, secret_id in sorted(self._for(home).items()):
-            reference = f"secret {secret_id}"
-            argv = (exe, "secret", "get", secret_id, "--output", "json")
-            out = run_source_cli(self._name, reference, argv, credentials, timeout=self.timeout)
-            try:
-                value = json.loads(out).get("value")
-            except (ValueError, AttributeError):  # not JSON, or not an object
-                value = None
-            if not isinstance(value, str):  # raised outside the handler: no context kept
-                raise SourceError(self._name, reference, "bws printed no secret value")
-            values[key] = value
-        return values
+        try:
+            value = json.loads(out).get("value")
+        except (ValueError, AttributeError):  # not JSON, or not an object
+            value = None
+        if not isinstance(value, str):  # raised outside the handler: no context kept
+            raise SourceError(self._name, reference, "bws printed no secret value")
+        return value

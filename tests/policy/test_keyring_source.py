@@ -19,10 +19,12 @@ from keyring.backend import KeyringBackend
 from keyring.errors import KeyringLocked, PasswordSetError
 
 from envscope import (
+    BitwardenSource,
     Catalog,
     ConfigurationError,
     Host,
     KeyringSource,
+    OnePasswordSource,
     Reason,
     SourceError,
     StaticSource,
@@ -310,3 +312,23 @@ def test_a_routed_value_s_origin_names_the_keyring_entry(
     assert origin.detail == "keyring (service 'svc', user 'b-user')"
     assert "b-value" not in str(origin)
     assert source_detail(StaticSource("plain", {}), str(routed), "B_SETTING") == "plain"
+
+
+@pytest.mark.parametrize("spelling", ["symlink", "relative"])
+def test_a_home_key_names_the_home_however_it_is_spelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spelling: str
+) -> None:
+    """Entries are kept under the home's identity: a symlinked or relative path names the home
+    the host passes to fetch (its real path), for every source over entries."""
+    real = tmp_path / "real-home"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    monkeypatch.chdir(tmp_path)
+    key = str(tmp_path / "link") if spelling == "symlink" else "real-home"
+    sources = [
+        KeyringSource("svc", {key: {"B_TOKEN": "b"}}),
+        OnePasswordSource({key: {"B_TOKEN": "op://v/i/f"}}),
+        BitwardenSource({key: {"B_TOKEN": "be8e0ad8-d545-4017-a55a-b02f014d4158"}}),
+    ]
+    for source in sources:
+        assert source.supplied_names(str(real.resolve())) == {"B_TOKEN"}, type(source).__name__
