@@ -271,7 +271,7 @@ class Trace:
             if n or always:
                 parts.append(f"{n} {one if n == 1 else many}")
         if other:
-            parts.append(f"{other} by surface policy")
+            parts.append(f"{other} by other rules")
         return (
             f"envscope removed {_count(len(removed), 'variable')} for this child: "
             f"{', '.join(parts)}; "

@@ -164,7 +164,16 @@ SUMMARY_GROUPS: tuple[tuple[str, str, frozenset[Reason], bool], ...] = (
     ),
     ("injection vector", "injection vectors", frozenset({Reason.INJECTION_VECTOR}), False),
     ("launch residue", "launch residue", RESIDUE_REASONS, True),
+    (
+        "by surface policy",
+        "by surface policy",
+        frozenset(
+            {Reason.NOT_INHERITED, Reason.EXCLUDED, Reason.NOT_ALLOWLISTED, Reason.MCP_SDK_DEFAULT}
+        ),
+        False,
+    ),
 )
 """How ``Trace.summary()`` counts the keys a build removed, in its order: each group's
-noun (one, many), its reasons, and whether it is shown at zero; any other reason is
-"by surface policy"."""
+noun (one, many), its reasons, and whether it is shown at zero; any other reason
+(a shell function, an oversized value, an invalid name, a case duplicate…) is
+"by other rules"."""

@@ -233,3 +233,14 @@ def test_case_twin_in_child_is_recorded_kept(make_host: HostFactory) -> None:
     trace = make_host().explain({"Foo": "1", "FOO": "2"})
     assert trace.final()["FOO"].action is Action.KEPT
     assert trace.final()["FOO"].reason is Reason.INHERITED
+
+
+def test_the_summary_tells_surface_policy_from_other_rules(make_host: HostFactory) -> None:
+    """An exported shell function in an MCP block is no surface policy: counted by other rules."""
+    trace = Trace()
+    make_host().build_subprocess_env(
+        {"PATH": "/b"}, surface=Surface.MCP, extra={"SRV_X": "() { echo x; }"}, trace=trace
+    )
+    assert trace.final()["SRV_X"].removed
+    assert "1 by other rules" in trace.summary()
+    assert "by surface policy" not in trace.summary()
