@@ -55,6 +55,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name loads on firs
     from envscope.policy.sources import BitwardenSource as BitwardenSource
     from envscope.policy.sources import KeyringSource as KeyringSource
     from envscope.policy.sources import OnePasswordSource as OnePasswordSource
+    from envscope.policy.sources import PassSource as PassSource
     from envscope.policy.sources import SecretSource as SecretSource
     from envscope.policy.sources import StaticSource as StaticSource
     from envscope.policy.surfaces import Inherit as Inherit
@@ -89,6 +90,7 @@ _PUBLIC: dict[str, str] = {
     "OnePasswordSource": "envscope.policy.sources",
     "Origin": "envscope.policy._declarations",
     "OriginKind": "envscope.policy._declarations",
+    "PassSource": "envscope.policy.sources",
     "PassthroughRefusedError": "envscope.errors",
     "Problem": "envscope.policy._declarations",
     "Reason": "envscope.policy._reasons",

@@ -2,7 +2,8 @@
 
 ``run_source_cli`` runs one CLI call for a source (``op read …``) and returns
 what it printed. The child's environment is ``PATH`` (the OS default), a
-``LANG``, and the source's own credentials, nothing else: no host secret
+``LANG``, the client's own settings (where its store is) and the source's
+own credentials, nothing else: no host secret
 reaches a vault's CLI, and the call is bounded by ``timeout`` seconds with
 stdin closed, so a prompt never waits. Every failure is a ``SourceError``
 naming the source and the reference: the client missing, not answering in
@@ -51,9 +52,14 @@ def run_source_cli(
     credentials: Mapping[str, str],
     *,
     timeout: float,
+    settings: Mapping[str, str] | None = None,
 ) -> str:
-    """What the client printed (one trailing newline dropped); a ``SourceError`` otherwise."""
-    env = {"PATH": os.defpath, "LANG": "C.UTF-8", **credentials}
+    """What the client printed (one trailing newline dropped); a ``SourceError`` otherwise.
+
+    ``settings`` are the client's own non-secret settings (``PASSWORD_STORE_DIR``):
+    passed to it beside the credentials, never masked.
+    """
+    env = {"PATH": os.defpath, "LANG": "C.UTF-8", **(settings or {}), **credentials}
     tool = os.path.basename(argv[0])
     failure: SourceError | None = None
     try:

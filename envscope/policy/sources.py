@@ -21,6 +21,7 @@ __all__ = [
     "BitwardenSource",
     "KeyringSource",
     "OnePasswordSource",
+    "PassSource",
     "SecretSource",
     "StaticSource",
     "check_source",
@@ -285,12 +286,15 @@ class KeyringSource(_EntrySource):
 class _CliSource(_EntrySource):
     """A source that runs its vendor's CLI once per entry (``policy._cli_source``).
 
-    The CLI gets ``PATH``, ``LANG`` and this source's ``credential_names`` from
+    The CLI gets ``PATH``, ``LANG``, its ``cli_settings`` (non-secret names such
+    as ``PASSWORD_STORE_DIR``) and this source's ``credential_names`` from
     ``environ`` (read at each fetch; default ``os.environ``), nothing else,
     within ``timeout`` seconds. ``executable`` is a path, or a name looked up on
     ``environ``'s ``PATH``. Subclasses say how to ask (``_argv``) and read the
     answer (``_value``).
     """
+
+    cli_settings: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -312,6 +316,9 @@ class _CliSource(_EntrySource):
     def _value(self, out: str, reference: str) -> str:
         return out
 
+    def _precheck(self, reference: str, said: str, settings: Mapping[str, str]) -> None:
+        """Raise a ``SourceError`` before the CLI runs when the answer is known already."""
+
     def fetch(self, home: str) -> Mapping[str, str]:
         """One CLI call per entry for ``home`` (a ``SourceError`` at the first failure)."""
         import os
@@ -321,12 +328,14 @@ class _CliSource(_EntrySource):
 
         environ = os.environ if self._environ is None else self._environ
         credentials = {k: environ[k] for k in self.credential_names if environ.get(k)}
+        settings = {k: environ[k] for k in self.cli_settings if environ.get(k)}
         exe = shutil.which(self.executable, path=environ.get("PATH")) or self.executable
         values: dict[str, str] = {}
         for key, ref in sorted(self._for(home).items()):
             said = self._describe(ref)
+            self._precheck(ref, said, settings)
             out = run_source_cli(self._name, said, self._argv(exe, ref), credentials,
-                                 timeout=self.timeout)  # fmt: skip
+                                 timeout=self.timeout, settings=settings)  # fmt: skip
             values[key] = self._value(out, said)
         return values
 
@@ -416,3 +425,61 @@ class BitwardenSource(_CliSource):
         if not isinstance(value, str):  # raised outside the handler: no context kept
             raise SourceError(self._name, reference, "bws printed no secret value")
         return value
+
+
+class PassSource(_CliSource):
+    """A secret source over ``pass``, the standard Unix password store: ``pass show NAME``.
+
+    ``entries`` maps a home (``"*"``: every home) to ``{NAME: "path/in/store"}``;
+    the value is the first line of what ``pass show`` prints (pass's own
+    convention: the password first, notes after). The CLI runs as every
+    ``_CliSource`` does, with ``HOME``, ``GNUPGHOME`` and ``PASSWORD_STORE_DIR``
+    (where the store and the key are, ``cli_settings``): no variable holds a
+    credential (gpg-agent holds the key), so ``credential_names`` is empty. A
+    key that needs a passphrase the agent has not cached fails (stdin is
+    closed) rather than waiting. A store path is never read as an option: it
+    may not start with ``-`` nor hold a ``..`` segment, and a path that is no
+    ``NAME.gpg`` file of the store (a folder, which ``pass show`` would list) is a
+    ``SourceError`` before the CLI runs.
+    """
+
+    cli_settings: tuple[str, ...] = ("HOME", "GNUPGHOME", "PASSWORD_STORE_DIR")
+    _needs = "a password-store path (no leading '-' or '/', no '..')"
+
+    def __init__(
+        self,
+        entries: Mapping[str, Mapping[str, str]],
+        *,
+        name: str = "pass",
+        environ: Mapping[str, str] | None = None,
+        executable: str = "pass",
+        timeout: float = 10.0,
+    ) -> None:
+        super().__init__(name, entries, environ=environ, executable=executable, timeout=timeout)
+
+    def _valid(self, reference: str) -> bool:
+        return (
+            reference.isprintable()
+            and reference[:1] not in ("", "-", "/", " ")
+            and not reference.endswith("/")
+            and ".." not in reference.split("/")
+        )
+
+    def _precheck(self, reference: str, said: str, settings: Mapping[str, str]) -> None:
+        """An entry is a file ``NAME.gpg`` in the store: ``pass show`` on a folder lists it."""
+        import os
+
+        store = settings.get("PASSWORD_STORE_DIR") or os.path.join(
+            settings.get("HOME", "~"), ".password-store"
+        )
+        if not os.path.isfile(os.path.join(store, reference + ".gpg")):
+            raise SourceError(self._name, said, "the store holds no such entry")
+
+    def _argv(self, exe: str, reference: str) -> tuple[str, ...]:
+        return (exe, "show", "--", reference)
+
+    def _value(self, out: str, reference: str) -> str:
+        first = out.split("\n", 1)[0]
+        if not first:  # raised outside any handler: no context kept
+            raise SourceError(self._name, reference, "the entry's first line is empty")
+        return first
