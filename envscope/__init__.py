@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name loads on firs
     from envscope.policy._reasons import Stage as Stage
     from envscope.policy._secret_policy import SecretPolicy as SecretPolicy
     from envscope.policy.catalog import Catalog as Catalog
+    from envscope.policy.sources import AgeFileSource as AgeFileSource
     from envscope.policy.sources import BitwardenSource as BitwardenSource
     from envscope.policy.sources import KeyringSource as KeyringSource
     from envscope.policy.sources import OnePasswordSource as OnePasswordSource
@@ -69,6 +70,7 @@ __version__ = "0.1.0"
 # the TYPE_CHECKING block above is its static mirror (a test holds the two equal).
 _PUBLIC: dict[str, str] = {
     "Action": "envscope.policy._reasons",
+    "AgeFileSource": "envscope.policy.sources",
     "Binding": "envscope.pipeline._binding",
     "BitwardenSource": "envscope.policy.sources",
     "Catalog": "envscope.policy.catalog",

@@ -8,7 +8,8 @@ names Tier 1 for every child of the host.
 This module is the sources' public face: the protocol, ``StaticSource`` and the
 helpers the host uses to read a source's declarations. The sources that reach a
 real backend live in private modules and are exported here: the keyring
-(``_source_entries``) and the sources over a vendor's CLI (``_cli_source``).
+(``_source_entries``), the sources over a vendor's CLI (``_cli_source``) and
+age-encrypted files (``_age_source``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Protocol, runtime_checkable
 
 from envscope._inputs import portable_name
 from envscope.errors import ConfigurationError
+from envscope.policy._age_source import AgeFileSource
 from envscope.policy._cli_source import (
     BWS_CREDENTIALS,
     OP_CREDENTIALS,
@@ -30,6 +32,7 @@ from envscope.policy._source_entries import KeyringSource, _per_home
 __all__ = [
     "BWS_CREDENTIALS",
     "OP_CREDENTIALS",
+    "AgeFileSource",
     "BitwardenSource",
     "KeyringSource",
     "OnePasswordSource",
