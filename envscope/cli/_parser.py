@@ -101,7 +101,7 @@ def parser(version: str) -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     _common(common, argparse.SUPPRESS)  # given after the command, it wins
 
-    for add in (_add_explain, _add_snapshot, _add_diff, _add_scan, _add_run):
+    for add in (_add_explain, _add_snapshot, _add_diff, _add_scan, _add_run, _add_sources):
         add(sub, [common])
     _add_check_spawns(sub, ())  # reads source files: no config, no home
     return top
@@ -224,5 +224,31 @@ def _add_check_spawns(
     check.add_argument(
         "--exclude", action="append", default=[], metavar="GLOB",
         help="skip paths matching this gitignore-style pattern (repeat for more)",
+    )  # fmt: skip
+    check.add_argument("--json", action="store_true", help="stable JSON")
+
+
+def _add_sources(
+    sub: _Subparsers[argparse.ArgumentParser], parents: Sequence[argparse.ArgumentParser]
+) -> None:
+    """The ``sources`` command and its one subcommand, ``check``."""
+    sources = _command(
+        sub, "sources", "check the config's secret sources",
+        "Commands over the secret sources envscope.yaml configures (sources:).",
+        (),
+    )  # fmt: skip
+    inner = sources.add_subparsers(
+        dest="sources_command", required=True, metavar="COMMAND", help="check"
+    )
+    check = inner.add_parser(
+        "check", parents=list(parents), help="ask each source once per home, print no value",
+        description="Ask each configured source for each home it has entries for and print the "
+        "names it answered, the names it did not, or its error. Values are never printed. "
+        "Exit 1 when a source fails or leaves a declared name unanswered.",
+        epilog=_EPILOG,
+    )  # fmt: skip
+    check.add_argument(
+        "--home", action="append", metavar="HOME",
+        help="a home name, 'launch' or a directory (repeat for more; default: every home)",
     )  # fmt: skip
     check.add_argument("--json", action="store_true", help="stable JSON")

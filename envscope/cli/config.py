@@ -19,6 +19,8 @@ name_context: true               # false: an undeclared credential name + value 
 surfaces:
   script: {inherit: core, include: ["CI_*"], exclude: ["*_DEBUG"], set: {PAGER: cat}}
   terminal: {default_excludes: true}  # Codex's *KEY* *SECRET* *TOKEN* excludes
+sources:                         # secret sources the host registers (cli/_sources_config.py)
+  - {type: pass, entries: {"*": {GH_TOKEN: dev/github}}, on_failure: unset, ttl: 300}
 ```
 
 Found via ``--config``, then ``$ENVSCOPE_CONFIG``, then ``./envscope.yaml``.
@@ -39,6 +41,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from envscope._inputs import text_path
+from envscope.cli._sources_config import SOURCE_TYPES, SourceSpec, source_model, source_specs
 from envscope.errors import ConfigFileError, ConfigurationError, EnvValueError
 from envscope.files._trusted_file import check_trusted, read_file
 from envscope.policy._declarations import Origin, OriginKind
@@ -86,6 +89,7 @@ class HostConfig:
     refuse_redirecting: bool = False
     drop_refused_extra: bool = False
     name_context: bool = True
+    sources: tuple[SourceSpec, ...] = ()
 
     def resolve_home(self, name_or_path: str | None) -> str:
         """A home named in ``homes`` (or ``launch``), else an existing directory.
@@ -118,13 +122,20 @@ class HostConfig:
                 return name
         return path
 
-    def build_host(self, environ: MutableMapping[str, str] | None = None) -> Host:
-        """A ``Host`` configured from this file (the launch env is not loaded yet)."""
+    def build_host(
+        self, environ: MutableMapping[str, str] | None = None, *, sources: bool = True
+    ) -> Host:
+        """A ``Host`` configured from this file (the launch env is not loaded yet).
+
+        Its ``sources`` are registered in order, each reading its client's
+        credentials from ``environ`` (the host's env); ``sources=False`` leaves
+        them out (``envscope sources check`` asks each one itself).
+        """
         from envscope.host import Host
         from envscope.policy.catalog import Catalog
 
         catalog = Catalog.default() if self.catalog is None else Catalog.from_file(self.catalog)
-        return Host(
+        host = Host(
             _configured_home(self.path, "launch_home", self.launch_home),
             catalog=catalog,
             managed_env_file=self.managed_env_file,
@@ -142,6 +153,9 @@ class HostConfig:
             drop_refused_extra=self.drop_refused_extra,
             name_context=self.name_context,
         )
+        for spec in self.sources if sources else ():
+            host.add_secret_source(spec.make(environ), on_failure=spec.on_failure, ttl=spec.ttl)
+        return host
 
 
 def _configured_home(config_path: str, field_name: str, path: str) -> str:
@@ -192,6 +206,7 @@ def _model() -> type[pydantic.BaseModel]:
     from pydantic import BaseModel, ConfigDict, Field
 
     SurfaceName = Literal["terminal", "script", "worker", "credentialed", "mcp"]
+    SourceItem = source_model()
 
     class _Strict(BaseModel):
         model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
@@ -220,6 +235,7 @@ def _model() -> type[pydantic.BaseModel]:
         refuse_redirecting: bool = False
         drop_refused_extra: bool = False
         name_context: bool = True
+        sources: list[SourceItem] = Field(default_factory=list)  # type: ignore[valid-type]
 
     return ConfigDoc
 
@@ -246,6 +262,14 @@ def _surface_policy(path: str, doc: Document, name: str, doc_s: Any) -> SurfaceP
     )
 
 
+def _untagged(err: Any) -> tuple[tuple[int | str, ...], str]:
+    """Pydantic's location and message, without the ``type`` tag it puts inside a source's."""
+    loc = tuple(err["loc"])
+    if loc[:1] == ("sources",) and len(loc) > 3 and loc[2] in SOURCE_TYPES:
+        loc = loc[:2] + loc[3:]
+    return loc, err["msg"]
+
+
 def load_config(path: str, *, trusted: bool = True) -> HostConfig:
     """Read and validate ``envscope.yaml``; a ``ConfigFileError`` names the file and field.
 
@@ -265,7 +289,9 @@ def load_config(path: str, *, trusted: bool = True) -> HostConfig:
     try:
         parsed: Any = _model().model_validate(doc.root if doc.root is not None else {})
     except pydantic.ValidationError as exc:  # its errors hold the input values: keep none
-        failure: ConfigFileError | None = validation_error(exc, doc, path, ConfigFileError)
+        failure: ConfigFileError | None = validation_error(
+            exc, doc, path, ConfigFileError, describe=_untagged
+        )
     else:
         failure = None
     if failure is not None:
@@ -300,10 +326,12 @@ def load_config(path: str, *, trusted: bool = True) -> HostConfig:
         Surface(name): _surface_policy(path, doc, name, doc_s)
         for name, doc_s in parsed.surfaces.items()
     }
+    launch_home = rel(parsed.launch_home, "launch_home") or base
+    homes = {name: rel(p, f"homes.{name}") or base for name, p in parsed.homes.items()}
     config = HostConfig(
         path=path,
-        launch_home=rel(parsed.launch_home, "launch_home") or base,
-        homes={name: rel(p, f"homes.{name}") or base for name, p in parsed.homes.items()},
+        launch_home=launch_home,
+        homes=homes,
         managed_env_file=rel(parsed.managed_env_file, "managed_env_file"),
         bundled_plugins=rel(parsed.bundled_plugins, "bundled_plugins"),
         catalog=None if parsed.catalog == "default" else rel(parsed.catalog, "catalog"),
@@ -318,9 +346,15 @@ def load_config(path: str, *, trusted: bool = True) -> HostConfig:
         refuse_redirecting=parsed.refuse_redirecting,
         drop_refused_extra=parsed.drop_refused_extra,
         name_context=parsed.name_context,
+        sources=source_specs(
+            parsed.sources, path=path, doc=doc, homes={"launch": launch_home, **homes}, rel=rel
+        ),
     )
     if not trusted:
         for named, what in ((config.catalog, "catalog"), (config.managed_env_file, "managed file")):
             if named is not None:
                 check_trusted(named, ConfigFileError, f"{what} named by {path}")
+        for spec in config.sources:
+            for named in spec.named_files():
+                check_trusted(named, ConfigFileError, f"source file named by {path}")
     return config

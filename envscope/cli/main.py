@@ -1,7 +1,7 @@
 """The ``envscope`` command line: a thin layer over pure formatters (``_report``).
 
 Commands: ``explain``, ``snapshot``, ``diff``, ``scan``, ``run``,
-``check-spawns``. Exit codes: 0 ok, 1 findings (differences, problems,
+``check-spawns``, ``sources check``. Exit codes: 0 ok, 1 findings (differences, problems,
 spawn sites; ``explain --strict`` warnings), 2 usage or I/O error. Only
 ``main`` prints. No value is printed unless ``--show-values``, and a value
 the build's secret rule calls a secret is masked even then.
@@ -463,6 +463,20 @@ def _cmd_check_spawns(args: argparse.Namespace) -> int:
     return exit_status(sites, errors)
 
 
+def _cmd_sources(args: argparse.Namespace) -> int:
+    from envscope.cli._sources_cmd import sources_check
+
+    if getattr(args, "host", None) is not None:
+        raise UsageError(
+            "sources check reads the sources of envscope.yaml: pass --config, not --host"
+        )
+    pinned = HostSource(None, getattr(args, "pid", None)).parent_env()
+    environ = dict(os.environ) if pinned is None else pinned
+    text, code = sources_check(_config(args), environ, args.home or (), as_json=args.json)
+    print(text, end="")
+    return code
+
+
 _COMMANDS = {
     "explain": _cmd_explain,
     "snapshot": _cmd_snapshot,
@@ -470,6 +484,7 @@ _COMMANDS = {
     "scan": _cmd_scan,
     "run": _cmd_run,
     "check-spawns": _cmd_check_spawns,
+    "sources": _cmd_sources,
 }
 
 

@@ -124,6 +124,13 @@ class KeyringSource(_EntrySource):
 
     def fetch(self, home: str) -> Mapping[str, str]:
         """Each entry's password from the keyring (see the class docstring for failures)."""
+        import importlib.util
+
+        if importlib.util.find_spec("keyring") is None:
+            raise SourceError(
+                self._name, f"service {self.service!r}",
+                "the keyring package is not installed (pip install envscope[keyring])",
+            )  # fmt: skip
         import keyring  # optional dependency: on first use
         from keyring.errors import KeyringError
 

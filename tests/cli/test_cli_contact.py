@@ -34,15 +34,17 @@ def test_version(capsys: pytest.CaptureFixture[str], flag: str) -> None:
     assert capsys.readouterr().out == f"envscope {envscope.__version__}\n"
 
 
-def _actions() -> Iterator[tuple[str, argparse.Action]]:
-    top = parser("0")
-    for action in top._actions:
-        yield "envscope", action
+def _actions(
+    command: str = "envscope", top: argparse.ArgumentParser | None = None
+) -> Iterator[tuple[str, argparse.Action]]:
+    """Every action of every command, nested ones (``sources check``) included."""
+    for action in (top or parser("0"))._actions:
+        yield command, action
         if isinstance(action, argparse._SubParsersAction):
             for name, sub in action.choices.items():
                 assert sub.description, f"{name} has no description"
-                for inner in sub._actions:
-                    yield name, inner
+                inner = name if command == "envscope" else f"{command} {name}"
+                yield from (item for item in _actions(inner, sub) if item[0] != command)
 
 
 @pytest.mark.parametrize(

@@ -35,11 +35,18 @@ def make_setup(top: Path) -> Path:
     (top / "launch").mkdir()
     (top / "cat.yaml").write_text("tier1: [MY_HOST_SECRET]\n")
     (top / "managed.env").write_text("MANAGED_SETTING=1\n")
+    (top / "bin").mkdir()
+    (top / "bin" / "bws").write_text("#!/bin/sh\nexit 1\n")
+    (top / "key.txt").write_text("AGE-SECRET-KEY-1 not used: no entries\n")
     config = top / "envscope.yaml"
-    config.write_text("launch_home: launch\ncatalog: cat.yaml\nmanaged_env_file: managed.env\n")
-    for path in (top, top / "launch"):
+    config.write_text(
+        "launch_home: launch\ncatalog: cat.yaml\nmanaged_env_file: managed.env\n"
+        "sources:\n  - {type: bitwarden, executable: bin/bws, entries: {}}\n"
+        "  - {type: age, identities: key.txt, entries: {}}\n"
+    )
+    for path in (top, top / "launch", top / "bin", top / "bin" / "bws"):
         path.chmod(0o755)
-    for path in (config, top / "cat.yaml", top / "managed.env"):
+    for path in (config, top / "cat.yaml", top / "managed.env", top / "key.txt"):
         path.chmod(0o644)
     return config
 
@@ -104,7 +111,7 @@ def test_discovered_config_refused_through_the_seam(
     assert "uid 4242" in err
 
 
-TARGETS = ["config", "directory", "catalog", "managed"]
+TARGETS = ["config", "directory", "catalog", "managed", "source-executable", "age-identity"]
 FAULTS = ["owned-by-nobody", "group-writable", "other-writable"]
 
 
@@ -122,6 +129,8 @@ def _target(config: Path, target: str) -> Path:
         "directory": config.parent,
         "catalog": config.parent / "cat.yaml",
         "managed": config.parent / "managed.env",
+        "source-executable": config.parent / "bin" / "bws",
+        "age-identity": config.parent / "key.txt",
     }[target]
 
 

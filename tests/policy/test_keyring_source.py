@@ -332,3 +332,18 @@ def test_a_home_key_names_the_home_however_it_is_spelled(
     ]
     for source in sources:
         assert source.supplied_names(str(real.resolve())) == {"B_TOKEN"}, type(source).__name__
+
+
+def test_without_the_keyring_package_a_fetch_is_a_source_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The optional extra not installed: a SourceError saying so, never an ImportError."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "keyring" else real(name, *a)
+    )
+    with pytest.raises(SourceError, match=r"pip install envscope\[keyring\]") as raised:
+        KeyringSource("svc", {"*": {"A": "a"}}).fetch("/home")
+    assert raised.value.__context__ is None
