@@ -59,6 +59,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name loads on firs
     from envscope.policy.sources import PassSource as PassSource
     from envscope.policy.sources import SecretSource as SecretSource
     from envscope.policy.sources import StaticSource as StaticSource
+    from envscope.policy.sources import VaultSource as VaultSource
     from envscope.policy.surfaces import Inherit as Inherit
     from envscope.policy.surfaces import Surface as Surface
     from envscope.policy.surfaces import SurfacePolicy as SurfacePolicy
@@ -108,6 +109,7 @@ _PUBLIC: dict[str, str] = {
     "SurfacePolicy": "envscope.policy.surfaces",
     "Tier": "envscope.policy._declarations",
     "Trace": "envscope.audit.trace",
+    "VaultSource": "envscope.policy.sources",
     "guard": "envscope._guard",
     "harden_process": "envscope._harden",
     "home_identity": "envscope._inputs",

@@ -2,7 +2,7 @@
 
 ```yaml
 sources:
-  - type: 1password            # keyring | pass | age | 1password | bitwarden
+  - type: 1password            # keyring | pass | age | 1password | bitwarden | vault
     entries:                   # a home: "*" (every home), launch, a name of homes:, a path
       "*": {GH_TOKEN: "op://dev/github/token"}
       work: {WORK_KEY: "op://work/api/key"}
@@ -14,8 +14,9 @@ sources:
 ```
 
 Each type takes the options of its class (``docs/sources.md``): ``keyring``
-needs ``service``; ``age`` needs ``identities``; ``missing`` (keyring, age),
-``timeout`` and ``executable`` (the CLI sources, age) where the class has them;
+needs ``service``; ``age`` needs ``identities``; ``missing`` (keyring, age,
+vault), ``timeout`` (all but keyring), ``executable`` (the CLI sources, age)
+and ``approle_mount`` (vault) where the class has them;
 an option another type takes is an unknown key. ``SourceSpec`` is one checked
 entry: its homes are resolved and its source was made once at load (a
 ``ConfigurationError`` there names the file, line and field), and ``make``
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SOURCE_TYPES", "SourceSpec", "source_model", "source_specs"]
 
-SOURCE_TYPES = ("keyring", "pass", "age", "1password", "bitwarden")
+SOURCE_TYPES = ("keyring", "pass", "age", "1password", "bitwarden", "vault")
 """The ``type`` values ``sources:`` takes, each one source class."""
 
 
@@ -76,6 +77,8 @@ class SourceSpec:
             return sources.KeyringSource(options.pop("service"), entries, **options)
         if self.type == "age":
             return sources.AgeFileSource(entries, **options)
+        if self.type == "vault":
+            return sources.VaultSource(entries, environ=environ, **options)
         makers: dict[str, Callable[..., SecretSource]] = {
             "pass": sources.PassSource,
             "1password": sources.OnePasswordSource,
@@ -120,7 +123,13 @@ def source_model() -> Any:
     class BitwardenDoc(_Cli):
         type: Literal["bitwarden"]
 
-    union = KeyringDoc | PassDoc | AgeDoc | OnePasswordDoc | BitwardenDoc
+    class VaultDoc(_Source):
+        type: Literal["vault"]
+        timeout: float = Field(default=10.0, gt=0)
+        missing: Literal["raise", "unset"] = "raise"
+        approle_mount: str = Field(default="approle", min_length=1)
+
+    union = KeyringDoc | PassDoc | AgeDoc | OnePasswordDoc | BitwardenDoc | VaultDoc
     return Annotated[union, Field(discriminator="type")]
 
 
@@ -173,7 +182,7 @@ def _options(item: Any, where: str, rel: Callable[[str | None, str], str | None]
     options: dict[str, Any] = {}
     if item.name is not None:
         options["name"] = item.name
-    for key in ("service", "missing", "timeout"):
+    for key in ("service", "missing", "timeout", "approle_mount"):
         if hasattr(item, key):
             options[key] = getattr(item, key)
     executable = getattr(item, "executable", None)

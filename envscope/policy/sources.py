@@ -8,8 +8,8 @@ names Tier 1 for every child of the host.
 This module is the sources' public face: the protocol, ``StaticSource`` and the
 helpers the host uses to read a source's declarations. The sources that reach a
 real backend live in private modules and are exported here: the keyring
-(``_source_entries``), the sources over a vendor's CLI (``_cli_source``) and
-age-encrypted files (``_age_source``).
+(``_source_entries``), the sources over a vendor's CLI (``_cli_source``),
+age-encrypted files (``_age_source``) and Vault's KV engine (``_vault_source``).
 """
 
 from __future__ import annotations
@@ -28,10 +28,12 @@ from envscope.policy._cli_source import (
     PassSource,
 )
 from envscope.policy._source_entries import KeyringSource, _per_home
+from envscope.policy._vault_source import VAULT_CREDENTIALS, VaultSource
 
 __all__ = [
     "BWS_CREDENTIALS",
     "OP_CREDENTIALS",
+    "VAULT_CREDENTIALS",
     "AgeFileSource",
     "BitwardenSource",
     "KeyringSource",
@@ -39,6 +41,7 @@ __all__ = [
     "PassSource",
     "SecretSource",
     "StaticSource",
+    "VaultSource",
     "check_source",
     "credential_names_of",
     "declared_names_of",

@@ -25,6 +25,7 @@ from envscope import (
     OnePasswordSource,
     PassSource,
     Trace,
+    VaultSource,
 )
 from envscope.cli import main
 from envscope.cli.config import load_config
@@ -50,14 +51,15 @@ def test_each_type_makes_its_source_with_homes_and_paths_resolved(tmp_path: Path
             "  - {type: pass, entries: {work: {B: dev/b}}, on_failure: unset, ttl: 300}\n"
             "  - {type: age, identities: keys/k.txt, entries: {launch: {C: s.env.age}}}\n"
             "  - {type: 1password, name: op-dev, timeout: 3, entries: {elsewhere: {D: 'op://v/i/f'}}}\n"
-            f"  - {{type: bitwarden, executable: bin/bws, entries: {{'*': {{E: {SECRET_ID}}}}}}}\n",
+            f"  - {{type: bitwarden, executable: bin/bws, entries: {{'*': {{E: {SECRET_ID}}}}}}}\n"
+            "  - {type: vault, missing: unset, approle_mount: ci, entries: {'*': {F: 'kv/a#b'}}}\n",
         )
     )
     made = [spec.make({}) for spec in config.sources]
     assert [type(s) for s in made] == [
-        KeyringSource, PassSource, AgeFileSource, OnePasswordSource, BitwardenSource
+        KeyringSource, PassSource, AgeFileSource, OnePasswordSource, BitwardenSource, VaultSource
     ]  # fmt: skip
-    keyring, pass_, age, op, bws = made
+    keyring, pass_, age, op, bws, vault = made
     assert keyring.missing == "unset"  # type: ignore[attr-defined]
     assert pass_.supplied_names(str(tmp_path / "work")) == {"B"}  # type: ignore[attr-defined]
     assert config.sources[1].on_failure == "unset"
@@ -68,12 +70,13 @@ def test_each_type_makes_its_source_with_homes_and_paths_resolved(tmp_path: Path
     assert op.timeout == 3  # type: ignore[attr-defined]
     assert op.supplied_names(str(tmp_path / "elsewhere")) == {"D"}  # type: ignore[attr-defined]
     assert bws.executable == str(tmp_path / "bin" / "bws")  # type: ignore[attr-defined]
+    assert (vault.missing, vault.approle_mount) == ("unset", "ci")  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(
     ("item", "field", "said"),
     [
-        ("{type: vault, entries: {}}", "sources[0]", "type"),
+        ("{type: consul, entries: {}}", "sources[0]", "type"),
         ("{type: pass, identities: k, entries: {}}", "sources[0].identities", "Extra"),
         ("{type: keyring, entries: {}}", "sources[0].service", "required"),
         ("{type: age, entries: {}}", "sources[0].identities", "required"),
@@ -83,10 +86,11 @@ def test_each_type_makes_its_source_with_homes_and_paths_resolved(tmp_path: Path
         ("{type: pass, entries: {'*': {A: ../x}}}", "sources[0]", "password-store path"),
         ("{type: pass, ttl: 0, entries: {}}", "sources[0].ttl", "greater than 0"),
         ("{type: pass, on_failure: ignore, entries: {}}", "sources[0].on_failure", "raise"),
+        ("{type: vault, executable: v, entries: {}}", "sources[0].executable", "Extra"),
     ],
     ids=["unknown-type", "another-type-s-option", "keyring-without-service",
          "age-without-identities", "misspelt-home", "bad-op-reference", "pass-path-leaves-store",
-         "ttl-zero", "unknown-failure-choice"],
+         "ttl-zero", "unknown-failure-choice", "vault-runs-no-executable"],
 )  # fmt: skip
 def test_a_mistake_names_the_file_line_and_field(
     tmp_path: Path, item: str, field: str, said: str

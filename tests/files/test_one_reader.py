@@ -35,6 +35,7 @@ ALLOWED_OPENS: dict[tuple[str, str], str] = {
     ("policy/_catalog_doc.py", "main"): "the maintainer's docs/catalog.md generator (a repo file)",
     ("audit/_fingerprint.py", "load_or_create_key"): "creates the key file O_EXCL (not a read)",
     ("manifests/_inotify.py", "__init__"): "/proc/self/mountinfo, polled for mount changes",
+    ("policy/_vault_source.py", "_request"): "an HTTP request to Vault (urllib's opener), no file",
 }
 _OPENERS = {"open", "fdopen", "read_bytes", "read_text"}
 
