@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name loads on firs
     from envscope.policy._secret_policy import SecretPolicy as SecretPolicy
     from envscope.policy.catalog import Catalog as Catalog
     from envscope.policy.sources import AgeFileSource as AgeFileSource
+    from envscope.policy.sources import AwsSecretsSource as AwsSecretsSource
     from envscope.policy.sources import BitwardenSource as BitwardenSource
     from envscope.policy.sources import KeyringSource as KeyringSource
     from envscope.policy.sources import OnePasswordSource as OnePasswordSource
@@ -72,6 +73,7 @@ __version__ = "0.1.0"
 _PUBLIC: dict[str, str] = {
     "Action": "envscope.policy._reasons",
     "AgeFileSource": "envscope.policy.sources",
+    "AwsSecretsSource": "envscope.policy.sources",
     "Binding": "envscope.pipeline._binding",
     "BitwardenSource": "envscope.policy.sources",
     "Catalog": "envscope.policy.catalog",

@@ -2,7 +2,7 @@
 
 ```yaml
 sources:
-  - type: 1password            # keyring | pass | age | 1password | bitwarden | vault
+  - type: 1password            # keyring | pass | age | 1password | bitwarden | vault | aws
     entries:                   # a home: "*" (every home), launch, a name of homes:, a path
       "*": {GH_TOKEN: "op://dev/github/token"}
       work: {WORK_KEY: "op://work/api/key"}
@@ -15,8 +15,9 @@ sources:
 
 Each type takes the options of its class (``docs/sources.md``): ``keyring``
 needs ``service``; ``age`` needs ``identities``; ``missing`` (keyring, age,
-vault), ``timeout`` (all but keyring), ``executable`` (the CLI sources, age)
-and ``approle_mount`` (vault) where the class has them;
+vault, aws), ``timeout`` (all but keyring), ``executable`` (the CLI sources,
+age), ``approle_mount`` (vault), ``region`` and ``endpoint_url`` (aws) where
+the class has them;
 an option another type takes is an unknown key. ``SourceSpec`` is one checked
 entry: its homes are resolved and its source was made once at load (a
 ``ConfigurationError`` there names the file, line and field), and ``make``
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SOURCE_TYPES", "SourceSpec", "source_model", "source_specs"]
 
-SOURCE_TYPES = ("keyring", "pass", "age", "1password", "bitwarden", "vault")
+SOURCE_TYPES = ("keyring", "pass", "age", "1password", "bitwarden", "vault", "aws")
 """The ``type`` values ``sources:`` takes, each one source class."""
 
 
@@ -79,6 +80,8 @@ class SourceSpec:
             return sources.AgeFileSource(entries, **options)
         if self.type == "vault":
             return sources.VaultSource(entries, environ=environ, **options)
+        if self.type == "aws":
+            return sources.AwsSecretsSource(entries, environ=environ, **options)
         makers: dict[str, Callable[..., SecretSource]] = {
             "pass": sources.PassSource,
             "1password": sources.OnePasswordSource,
@@ -129,7 +132,14 @@ def source_model() -> Any:
         missing: Literal["raise", "unset"] = "raise"
         approle_mount: str = Field(default="approle", min_length=1)
 
-    union = KeyringDoc | PassDoc | AgeDoc | OnePasswordDoc | BitwardenDoc | VaultDoc
+    class AwsDoc(_Source):
+        type: Literal["aws"]
+        timeout: float = Field(default=10.0, gt=0)
+        missing: Literal["raise", "unset"] = "raise"
+        region: str | None = Field(default=None, min_length=1)
+        endpoint_url: str | None = Field(default=None, min_length=1)
+
+    union = KeyringDoc | PassDoc | AgeDoc | OnePasswordDoc | BitwardenDoc | VaultDoc | AwsDoc
     return Annotated[union, Field(discriminator="type")]
 
 
@@ -182,8 +192,8 @@ def _options(item: Any, where: str, rel: Callable[[str | None, str], str | None]
     options: dict[str, Any] = {}
     if item.name is not None:
         options["name"] = item.name
-    for key in ("service", "missing", "timeout", "approle_mount"):
-        if hasattr(item, key):
+    for key in ("service", "missing", "timeout", "approle_mount", "region", "endpoint_url"):
+        if getattr(item, key, None) is not None:
             options[key] = getattr(item, key)
     executable = getattr(item, "executable", None)
     if executable is not None:

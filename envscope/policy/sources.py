@@ -9,7 +9,8 @@ This module is the sources' public face: the protocol, ``StaticSource`` and the
 helpers the host uses to read a source's declarations. The sources that reach a
 real backend live in private modules and are exported here: the keyring
 (``_source_entries``), the sources over a vendor's CLI (``_cli_source``),
-age-encrypted files (``_age_source``) and Vault's KV engine (``_vault_source``).
+age-encrypted files (``_age_source``), Vault's KV engine (``_vault_source``)
+and AWS Secrets Manager (``_aws_source``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Protocol, runtime_checkable
 from envscope._inputs import portable_name
 from envscope.errors import ConfigurationError
 from envscope.policy._age_source import AgeFileSource
+from envscope.policy._aws_source import AWS_CREDENTIALS, AwsSecretsSource
 from envscope.policy._cli_source import (
     BWS_CREDENTIALS,
     OP_CREDENTIALS,
@@ -31,10 +33,12 @@ from envscope.policy._source_entries import KeyringSource, _per_home
 from envscope.policy._vault_source import VAULT_CREDENTIALS, VaultSource
 
 __all__ = [
+    "AWS_CREDENTIALS",
     "BWS_CREDENTIALS",
     "OP_CREDENTIALS",
     "VAULT_CREDENTIALS",
     "AgeFileSource",
+    "AwsSecretsSource",
     "BitwardenSource",
     "KeyringSource",
     "OnePasswordSource",

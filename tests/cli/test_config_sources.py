@@ -19,6 +19,7 @@ import pytest
 
 from envscope import (
     AgeFileSource,
+    AwsSecretsSource,
     BitwardenSource,
     ConfigFileError,
     KeyringSource,
@@ -52,14 +53,16 @@ def test_each_type_makes_its_source_with_homes_and_paths_resolved(tmp_path: Path
             "  - {type: age, identities: keys/k.txt, entries: {launch: {C: s.env.age}}}\n"
             "  - {type: 1password, name: op-dev, timeout: 3, entries: {elsewhere: {D: 'op://v/i/f'}}}\n"
             f"  - {{type: bitwarden, executable: bin/bws, entries: {{'*': {{E: {SECRET_ID}}}}}}}\n"
-            "  - {type: vault, missing: unset, approle_mount: ci, entries: {'*': {F: 'kv/a#b'}}}\n",
+            "  - {type: vault, missing: unset, approle_mount: ci, entries: {'*': {F: 'kv/a#b'}}}\n"
+            "  - {type: aws, region: eu-west-1, entries: {'*': {G: 'dev/db#password'}}}\n",
         )
     )
     made = [spec.make({}) for spec in config.sources]
     assert [type(s) for s in made] == [
-        KeyringSource, PassSource, AgeFileSource, OnePasswordSource, BitwardenSource, VaultSource
+        KeyringSource, PassSource, AgeFileSource, OnePasswordSource, BitwardenSource, VaultSource,
+        AwsSecretsSource,
     ]  # fmt: skip
-    keyring, pass_, age, op, bws, vault = made
+    keyring, pass_, age, op, bws, vault, aws = made
     assert keyring.missing == "unset"  # type: ignore[attr-defined]
     assert pass_.supplied_names(str(tmp_path / "work")) == {"B"}  # type: ignore[attr-defined]
     assert config.sources[1].on_failure == "unset"
@@ -71,6 +74,7 @@ def test_each_type_makes_its_source_with_homes_and_paths_resolved(tmp_path: Path
     assert op.supplied_names(str(tmp_path / "elsewhere")) == {"D"}  # type: ignore[attr-defined]
     assert bws.executable == str(tmp_path / "bin" / "bws")  # type: ignore[attr-defined]
     assert (vault.missing, vault.approle_mount) == ("unset", "ci")  # type: ignore[attr-defined]
+    assert (aws.region, aws.endpoint_url) == ("eu-west-1", None)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(
