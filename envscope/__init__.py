@@ -156,7 +156,9 @@ def _publish_loaded() -> None:
         loaded = sys.modules.get(module)
         if name in here or loaded is None:
             continue
-        value = getattr(loaded, name, None)  # a module still being imported may lack it
+        # vars(), not getattr(): a module still being imported may lack the name, and a
+        # module with a lazy __getattr__ (policy.sources) must not load it here
+        value = vars(loaded).get(name)
         if value is None:
             continue
         if isinstance(value, (type, FunctionType)):

@@ -192,8 +192,13 @@ def test_import_runs_no_package_module() -> None:
 
 
 def test_host_import_loads_no_heavy_dependency() -> None:
-    """``from envscope import Host`` stays off pydantic, PyYAML, python-dotenv and cachetools."""
-    heavy = "{'pydantic', 'yaml', 'dotenv', 'cachetools'}"
+    """``from envscope import Host`` stays off pydantic, PyYAML, python-dotenv and cachetools,
+    and off every secret source over a real backend (and what they import: subprocess, json)."""
+    heavy = (
+        "{'pydantic', 'yaml', 'dotenv', 'cachetools', 'subprocess', 'json', "
+        "'envscope.policy._cli_source', 'envscope.policy._age_source', "
+        "'envscope.policy._vault_source', 'envscope.policy._aws_source'}"
+    )
     code = (
         "import sys; before = set(sys.modules); from envscope import Host; "
         f"print(sorted({heavy} & (set(sys.modules) - before)))"

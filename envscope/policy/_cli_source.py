@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from envscope.errors import SourceError
 from envscope.policy._source_entries import _EntrySource, _timeout
+
+if TYPE_CHECKING:
+    import subprocess
 
 __all__ = [
     "BWS_CREDENTIALS",
@@ -79,6 +82,8 @@ def run_source_cli(
     quote its input (``age`` quotes a plaintext file's first line); by default the
     filtered stderr is quoted.
     """
+    import subprocess
+
     env = {"PATH": os.defpath, "LANG": "C.UTF-8", **(settings or {}), **credentials}
     tool = os.path.basename(argv[0])
     # Each failure is raised outside its handler, so no SourceError carries a context

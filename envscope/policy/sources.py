@@ -7,7 +7,8 @@ names Tier 1 for every child of the host.
 
 This module is the sources' public face: the protocol, ``StaticSource`` and the
 helpers the host uses to read a source's declarations. The sources that reach a
-real backend live in private modules and are exported here: the keyring
+real backend live in private modules, exported here and loaded on first use
+(importing envscope loads no vendor module): the keyring
 (``_source_entries``), the sources over a vendor's CLI (``_cli_source``),
 age-encrypted files (``_age_source``), Vault's KV engine (``_vault_source``)
 and AWS Secrets Manager (``_aws_source``).
@@ -16,21 +17,52 @@ and AWS Secrets Manager (``_aws_source``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from envscope._inputs import portable_name
 from envscope.errors import ConfigurationError
-from envscope.policy._age_source import AgeFileSource
-from envscope.policy._aws_source import AWS_CREDENTIALS, AwsSecretsSource
-from envscope.policy._cli_source import (
-    BWS_CREDENTIALS,
-    OP_CREDENTIALS,
-    BitwardenSource,
-    OnePasswordSource,
-    PassSource,
-)
-from envscope.policy._source_entries import KeyringSource, _per_home
-from envscope.policy._vault_source import VAULT_CREDENTIALS, VaultSource
+from envscope.policy._source_entries import _per_home
+
+if TYPE_CHECKING:  # loaded on first use (below): no vendor module at import
+    from envscope.policy._age_source import AgeFileSource as AgeFileSource
+    from envscope.policy._aws_source import AWS_CREDENTIALS as AWS_CREDENTIALS
+    from envscope.policy._aws_source import AwsSecretsSource as AwsSecretsSource
+    from envscope.policy._cli_source import BWS_CREDENTIALS as BWS_CREDENTIALS
+    from envscope.policy._cli_source import OP_CREDENTIALS as OP_CREDENTIALS
+    from envscope.policy._cli_source import BitwardenSource as BitwardenSource
+    from envscope.policy._cli_source import OnePasswordSource as OnePasswordSource
+    from envscope.policy._cli_source import PassSource as PassSource
+    from envscope.policy._source_entries import KeyringSource as KeyringSource
+    from envscope.policy._vault_source import VAULT_CREDENTIALS as VAULT_CREDENTIALS
+    from envscope.policy._vault_source import VaultSource as VaultSource
+
+_VENDOR = {
+    "AgeFileSource": "_age_source",
+    "AWS_CREDENTIALS": "_aws_source",
+    "AwsSecretsSource": "_aws_source",
+    "BWS_CREDENTIALS": "_cli_source",
+    "OP_CREDENTIALS": "_cli_source",
+    "BitwardenSource": "_cli_source",
+    "OnePasswordSource": "_cli_source",
+    "PassSource": "_cli_source",
+    "KeyringSource": "_source_entries",
+    "VAULT_CREDENTIALS": "_vault_source",
+    "VaultSource": "_vault_source",
+}
+"""Each source over a real backend, and the private module it loads from on first use."""
+
+
+def __getattr__(name: str) -> object:
+    """A source class from its private module, imported when first asked for."""
+    module = _VENDOR.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"envscope.policy.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AWS_CREDENTIALS",
