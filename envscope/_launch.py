@@ -45,6 +45,7 @@ from envscope.policy._declarations import Origin, OriginKind, norm
 from envscope.policy.sources import declared_names_of, source_detail
 
 if TYPE_CHECKING:
+    from envscope.audit.trace import BuildWarning
     from envscope.policy.sources import SecretSource
 
 __all__ = [
@@ -175,7 +176,8 @@ class LaunchState:
         self._unset_on_failure: set[int] = set()  # id() of the sources a failure leaves unset
         # id() of a source with a TTL -> (its TTL in seconds, home -> (fetched at, values))
         self._fetches: dict[int, tuple[float, dict[str, tuple[float, dict[str, str]]]]] = {}
-        self._failures: dict[tuple[str, str], SourceError] = {}  # (source, home) -> the last
+        # (source, home) -> the last failure left unset, and the names it left unset
+        self._failures: dict[tuple[str, str], tuple[SourceError, frozenset[str]]] = {}
         self._dotenv_keys: set[str] = set()
         self._managed_keys: set[str] = set()
         self.managed_values: dict[str, str] | None = None
@@ -249,7 +251,7 @@ class LaunchState:
             with self.lock:
                 keep_going = id(source) in self._unset_on_failure
                 if keep_going:
-                    self._failures[(source.name, home)] = err
+                    self._failures[(source.name, home)] = (err, declared_names_of(source, home))
             if not keep_going:
                 raise
             return {}
@@ -260,7 +262,27 @@ class LaunchState:
     def failures(self) -> tuple[SourceError, ...]:
         """The last failure of each source and home a failure left unset (no value in any)."""
         with self.lock:
-            return tuple(self._failures.values())
+            return tuple(err for err, _ in self._failures.values())
+
+    def unset_warnings(self, home: str) -> list[BuildWarning]:
+        """A traced build's warning per name a source failure left unset for ``home``.
+
+        Kind ``source-unset``: the name is the source's (declared), its value is
+        missing from the child because the source could not answer and the host
+        chose ``on_failure="unset"``. A source that declares no names gets one
+        warning with an empty key. The message is the ``SourceError``'s: no value.
+        """
+        from envscope.audit.trace import BuildWarning
+
+        with self.lock:
+            kept = [entry for (_, where), entry in self._failures.items() if where == home]
+        warnings = []
+        for err, names in kept:
+            for name in sorted(names) or [""]:
+                said = f"{name}: " if name else ""
+                message = f"{said}left unset: {err}"
+                warnings.append(BuildWarning(name, "source-unset", message))
+        return warnings
 
     def managed_inputs(self) -> dict[str, str]:
         """What the managed file's ``${VAR}`` expands against: the env it is applied over.

@@ -429,6 +429,8 @@ class Host:
         memo = self._memo if binding is None else binding.memo
         memo_of = None if binding is None and request.routed else memo
         child = build(request, memo_of, NULL_TRACE if trace is None else trace)
+        if trace is not None and trace.enabled:
+            trace.context.warnings.extend(self._launch.unset_warnings(request.target))
         self._admit(request, child)  # the guard learns what this build handed over as given
         return child
 

@@ -78,8 +78,10 @@ class BuildWarning:
 
     Kinds: ``value-shape:<format>`` (a kept value looks like a credential no
     rule declares), ``credential-suffix``, ``credential-word`` and
-    ``url-with-password`` (a kept name or URL looks like one), and
-    ``injection-vector`` (the launch env carries a loader or interpreter name).
+    ``url-with-password`` (a kept name or URL looks like one),
+    ``injection-vector`` (the launch env carries a loader or interpreter name),
+    and ``source-unset`` (a secret source could not answer for the home and the
+    host chose to leave its names unset).
     """
 
     key: str

@@ -347,3 +347,37 @@ def test_without_the_keyring_package_a_fetch_is_a_source_error(
     with pytest.raises(SourceError, match=r"pip install envscope\[keyring\]") as raised:
         KeyringSource("svc", {"*": {"A": "a"}}).fetch("/home")
     assert raised.value.__context__ is None
+
+
+@pytest.mark.parametrize("where", ["launch", "routed"])
+def test_a_failure_left_unset_is_a_warning_of_that_home_s_traced_build(
+    tmp_path: Path, where: str
+) -> None:
+    """The child lacks a name the source declares: the trace, the snapshot and explain's text
+    say which and why (the SourceError's message, no value); the other home's build says
+    nothing."""
+    from envscope.tools import _report
+
+    launch, routed = tmp_path / "A", tmp_path / "B"
+    launch.mkdir()
+    routed.mkdir()
+    failing = launch if where == "launch" else routed
+    host = Host(launch, environ={"PATH": "/usr/bin"}, catalog=Catalog.default())
+    host.add_secret_source(Failing(str(failing)), on_failure="unset")
+    host.load_launch_env()
+    traces = {}
+    for home in (launch, routed):
+        trace = Trace()
+        with host.routed(home):
+            host.build_subprocess_env(trace=trace)
+        traces[home] = trace
+    (warning,) = [w for w in traces[failing].context.warnings if w.kind == "source-unset"]
+    assert warning.key == "ACME_DSN"
+    assert "left unset" in warning.message
+    assert "secret/acme" in warning.message
+    other = routed if failing == launch else launch
+    assert not [w for w in traces[other].context.warnings if w.kind == "source-unset"]
+    snapshot = _report.snapshot_of(traces[failing], home="h", relative_to=None, key_id=None)
+    text = _report.format_explain(snapshot)
+    assert "ACME_DSN: left unset" in text
+    assert "dsn-value" not in text
