@@ -73,6 +73,7 @@ def run_source_cli(
     timeout: float,
     settings: Mapping[str, str] | None = None,
     failure_of: Callable[[str], str] | None = None,
+    masked: Sequence[str] = (),
 ) -> str:
     """What the client printed (one trailing newline dropped); a ``SourceError`` otherwise.
 
@@ -80,7 +81,8 @@ def run_source_cli(
     passed to it beside the credentials, never masked. ``failure_of`` turns the
     client's filtered stderr into what a failure says, for a client whose errors may
     quote its input (``age`` quotes a plaintext file's first line); by default the
-    filtered stderr is quoted.
+    filtered stderr is quoted. ``masked`` are more values to mask in it (what the
+    source fetched before this call: a client may echo an earlier answer).
     """
     import subprocess
 
@@ -108,7 +110,8 @@ def run_source_cli(
     if failure is not None:
         raise failure
     if child.returncode != 0:
-        said = filtered_stderr(err_bytes, credentials)
+        hidden = {**credentials, **{f"masked {i}": v for i, v in enumerate(masked)}}
+        said = filtered_stderr(err_bytes, hidden)
         if failure_of is not None:
             said = failure_of(said)
         raise SourceError(source, reference, f"{tool} exited {child.returncode}: {said}")
@@ -179,7 +182,8 @@ class _CliSource(_EntrySource):
             said = self._describe(ref)
             self._precheck(ref, said, settings)
             out = run_source_cli(self._name, said, self._argv(exe, ref), credentials,
-                                 timeout=self.timeout, settings=settings)  # fmt: skip
+                                 timeout=self.timeout, settings=settings,
+                                 masked=tuple(values.values()))  # fmt: skip
             values[key] = self._value(out, said)
         return values
 

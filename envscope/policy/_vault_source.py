@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from envscope.errors import ConfigurationError, SourceError
@@ -115,7 +115,8 @@ class VaultSource(_EntrySource):
             if (mount, path) not in secrets:
                 if token is None:
                     token = self._token(environ, ref)
-                secrets[mount, path] = self._read(environ, token, mount, path, ref)
+                seen = [v for fields in secrets.values() for v in fields.values()]
+                secrets[mount, path] = self._read(environ, token, mount, path, ref, seen)
             value = secrets[mount, path].get(field)
             if value is None:
                 if self.missing == "raise":
@@ -144,9 +145,16 @@ class VaultSource(_EntrySource):
         return token
 
     def _read(
-        self, environ: Mapping[str, str], token: str, mount: str, path: str, ref: str
+        self,
+        environ: Mapping[str, str],
+        token: str,
+        mount: str,
+        path: str,
+        ref: str,
+        seen: list[Any],
     ) -> dict[str, Any]:
-        answer = self._request(environ, f"{mount}/data/{path}", token, None, ref)
+        """A secret's fields; ``seen`` (fields read before) are masked in an error quoted."""
+        answer = self._request(environ, f"{mount}/data/{path}", token, None, ref, seen)
         data = answer.get("data")
         fields = data.get("data") if isinstance(data, dict) else None
         if not isinstance(fields, dict):  # a KV v1 mount answers data without data.data
@@ -182,6 +190,7 @@ class VaultSource(_EntrySource):
         token: str | None,
         body: bytes | None,
         ref: str,
+        seen: Sequence[object] = (),
     ) -> dict[str, Any]:
         """One call to Vault's API: its JSON object, or a ``SourceError`` naming ``ref``."""
         import urllib.error
@@ -205,6 +214,8 @@ class VaultSource(_EntrySource):
         credentials = {k: environ[k] for k in VAULT_CREDENTIALS if environ.get(k)}
         if token is not None:
             credentials["token"] = token
+        for i, value in enumerate(v for v in seen if isinstance(v, str)):
+            credentials[f"seen {i}"] = value
         context = self._tls(environ, ref)
         failure: SourceError | None = None
         opener = urllib.request.build_opener(
