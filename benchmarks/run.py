@@ -36,6 +36,8 @@ from benchmarks.figures import (
 )
 from benchmarks.guard_cost import guard_figure
 from benchmarks.measure import FULL, QUICK, Figure
+from benchmarks.source_cost import cold_fetch_figures
+from benchmarks.source_cost import warm_figures as source_warm_figures
 from benchmarks.spawn_cost import changing_figures, fresh_and_explain_figures, rss_figure
 from benchmarks.spawn_cost import warm_figures as spawn_warm_figures
 from benchmarks.workloads import SEED, Tree, make_scaling_home, make_w1, make_w2
@@ -156,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
         figures += spawn_warm_figures(cfg, catalog, w1, m1000)
         figures += changing_figures(cfg, catalog, w1)
         figures += fresh_and_explain_figures(cfg, catalog, w1, w2)
+        step("secret sources: warm builds with and without, cold fetches")
+        figures += source_warm_figures(cfg, catalog, w1)
+        figures += cold_fetch_figures(cfg.quick)
         step("warm builds (W2)")
         figures.append(w2_warm_figure(cfg, catalog, w2))
         step("threads")

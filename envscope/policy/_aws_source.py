@@ -87,6 +87,7 @@ class AwsSecretsSource(_EntrySource):
         self._environ = environ
         self.timeout = _timeout("AwsSecretsSource", timeout)
         self.missing = missing
+        self._client_kept: tuple[tuple[object, ...], Any] | None = None
 
     def _valid(self, reference: str) -> bool:
         return _split(reference) is not None
@@ -119,7 +120,11 @@ class AwsSecretsSource(_EntrySource):
         return values
 
     def _client(self, ref: str) -> Any:
-        """A Secrets Manager client over a session made from ``environ`` alone."""
+        """A Secrets Manager client over a session made from ``environ`` alone.
+
+        The last client is kept while its inputs (the keys, the region, the endpoint,
+        the profile) are the same; any change makes a new one.
+        """
         import importlib.util
 
         if importlib.util.find_spec("boto3") is None:
@@ -140,16 +145,23 @@ class AwsSecretsSource(_EntrySource):
             connect_timeout=self.timeout, read_timeout=self.timeout,
             retries={"total_max_attempts": 2, "mode": "standard"},
         )  # fmt: skip
+        key = (tuple(keys.values()), region, endpoint, environ.get("AWS_PROFILE"))
+        kept = self._client_kept
+        if kept is not None and kept[0] == key:
+            return kept[1]  # a session and client cost ~40 ms: kept while the inputs hold
         failure: SourceError | None = None
         try:
             session = boto3.session.Session(
                 **{k: v for k, v in keys.items() if v},
                 region_name=region, profile_name=environ.get("AWS_PROFILE") or None,
             )  # fmt: skip
-            return session.client("secretsmanager", endpoint_url=endpoint, config=config)
+            client = session.client("secretsmanager", endpoint_url=endpoint, config=config)
         except BotoCoreError as exc:  # no region, an unknown profile: its type says which
             failure = SourceError(self._name, ref, f"no AWS client ({type(exc).__name__})")
-        raise failure
+        if failure is not None:
+            raise failure
+        self._client_kept = (key, client)  # one tuple, replaced whole: safe across threads
+        return client
 
     def _secret_string(self, client: Any, secret: str, ref: str) -> str:
         from botocore.exceptions import BotoCoreError, ClientError

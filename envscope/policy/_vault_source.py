@@ -97,6 +97,7 @@ class VaultSource(_EntrySource):
         self.timeout = _timeout("VaultSource", timeout)
         self.missing = missing
         self.approle_mount = approle_mount.strip("/")
+        self._tls_kept: tuple[bytes | None, ssl.SSLContext] | None = None
 
     def _valid(self, reference: str) -> bool:
         return _split(reference) is not None
@@ -162,7 +163,11 @@ class VaultSource(_EntrySource):
         return fields
 
     def _tls(self, environ: Mapping[str, str], ref: str) -> ssl.SSLContext:
-        """The default TLS context, plus ``VAULT_CACERT``'s bundle read by the one reader."""
+        """The default TLS context, plus ``VAULT_CACERT``'s bundle read by the one reader.
+
+        The bundle is read at each fetch; the context is made again only when its
+        bytes changed (the last one is kept).
+        """
         import ssl
 
         from envscope.files._fs import read_regular_file
@@ -177,11 +182,19 @@ class VaultSource(_EntrySource):
                 pem = None
             if pem is None or len(pem) > MAX_CA_BYTES:
                 raise SourceError(self._name, ref, "VAULT_CACERT names no readable CA bundle")
+        kept = self._tls_kept
+        if kept is not None and kept[0] == pem:
+            return kept[1]  # loading the system CA store costs ~20 ms: once per bundle
         try:
-            return ssl.create_default_context(cadata=None if pem is None else pem.decode("latin-1"))
+            context = ssl.create_default_context(
+                cadata=None if pem is None else pem.decode("latin-1")
+            )
         except (ssl.SSLError, ValueError):
             failure = SourceError(self._name, ref, "VAULT_CACERT holds no PEM certificate")
-        raise failure
+        if failure is not None:
+            raise failure
+        self._tls_kept = (pem, context)  # one tuple, replaced whole: safe across threads
+        return context
 
     def _request(
         self,

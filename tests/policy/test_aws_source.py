@@ -187,3 +187,16 @@ def test_a_host_declares_the_keys_and_routes_a_value(endpoint: str, tmp_path: Pa
     origin = trace.final()["B_SETTING"].origin
     assert origin is not None
     assert origin.detail == "aws (dev/db#password)"
+
+
+def test_the_client_is_made_again_only_when_its_inputs_change(endpoint: str) -> None:
+    """A rotated key (the host's env changed) makes a new client; the same inputs reuse it."""
+    environ = {**KEYS, "AWS_REGION": "eu-west-1"}
+    source = AwsSecretsSource({"*": {"A": "dev/github"}}, endpoint_url=endpoint, environ=environ)
+    source.fetch("/home")
+    first = source._client_kept
+    source.fetch("/home")
+    assert source._client_kept is first
+    environ["AWS_SECRET_ACCESS_KEY"] = "a-rotated-secret-key-0123"
+    assert source.fetch("/home") == {"A": SECRETS["dev/github"]}
+    assert source._client_kept is not first

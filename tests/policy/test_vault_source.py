@@ -237,3 +237,31 @@ def test_a_host_declares_its_credentials_and_names_each_entry(vault: Any, tmp_pa
     origin = trace.final()["B_SETTING"].origin
     assert origin is not None
     assert origin.detail == "vault (secret/github#user)"
+
+
+def test_the_tls_context_is_made_again_only_when_the_ca_bundle_changes(
+    vault: Any, tmp_path: Path
+) -> None:
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text(_a_pem())
+    source = _source(vault, VAULT_CACERT=str(bundle))
+    source.fetch("/home")
+    first = source._tls_kept
+    source.fetch("/home")
+    assert source._tls_kept is first  # the same bundle: the same context
+    bundle.write_text(_a_pem() + _a_pem())
+    source.fetch("/home")
+    assert source._tls_kept is not first
+    assert source._tls_kept is not None
+    assert source._tls_kept[0] == bundle.read_bytes()
+
+
+def _a_pem() -> str:
+    """A CA certificate from the system bundle (any PEM certificate will do)."""
+    import ssl
+
+    paths = ssl.get_default_verify_paths()
+    text = Path(paths.cafile or "/etc/ssl/certs/ca-certificates.crt").read_text()
+    start = text.index("-----BEGIN CERTIFICATE-----")
+    end = text.index("-----END CERTIFICATE-----", start) + len("-----END CERTIFICATE-----")
+    return text[start:end] + "\n"
