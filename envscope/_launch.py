@@ -45,6 +45,8 @@ from envscope.policy._declarations import Origin, OriginKind, norm
 from envscope.policy.sources import declared_names_of, source_detail
 
 if TYPE_CHECKING:
+    from cachetools import TTLCache
+
     from envscope.audit.trace import BuildWarning
     from envscope.policy.sources import SecretSource
 
@@ -58,16 +60,15 @@ __all__ = [
 ]
 
 RACY_WINDOW_NS = 3_000_000_000
+"""As the manifest probe's: a 2 s timestamp granularity (FAT) plus clock slack."""
 SOURCE_HOMES_KEPT = 256
-"""How many homes' answers a secret source with a TTL keeps (emptied when full)."""
+"""How many homes' answers a secret source with a TTL keeps (the least recent goes first)."""
 
 
 def _now() -> float:
     """The clock a source's TTL is counted on (``time.monotonic``; a test seam)."""
     return time.monotonic()
 
-
-"""As the manifest probe's: a 2 s timestamp granularity (FAT) plus clock slack."""
 
 Scope = tuple[Mapping[str, str], Mapping[str, Origin], frozenset[str]]
 """A routed home's scope values, where each came from, and the names secret sources supplied."""
@@ -174,8 +175,8 @@ class LaunchState:
         self.lock = threading.Lock()
         self.sources: list[SecretSource] = []
         self._unset_on_failure: set[int] = set()  # id() of the sources a failure leaves unset
-        # id() of a source with a TTL -> (its TTL in seconds, home -> (fetched at, values))
-        self._fetches: dict[int, tuple[float, dict[str, tuple[float, dict[str, str]]]]] = {}
+        # id() of a source with a TTL -> home -> what it answered (a cachetools.TTLCache)
+        self._fetches: dict[int, TTLCache[str, dict[str, str]]] = {}
         # (source, home) -> the last failure left unset, and the names it left unset
         self._failures: dict[tuple[str, str], tuple[SourceError, frozenset[str]]] = {}
         self._dotenv_keys: set[str] = set()
@@ -224,23 +225,25 @@ class LaunchState:
             if unset_on_failure:
                 self._unset_on_failure.add(id(source))
             if ttl is not None:
-                self._fetches[id(source)] = (ttl, {})
+                from cachetools import TTLCache  # only a host with a TTL loads it
+
+                # a lambda, so the clock is read through the module's seam at each call
+                timer = lambda: _now()  # noqa: E731
+                self._fetches[id(source)] = TTLCache(SOURCE_HOMES_KEPT, ttl, timer=timer)
 
     def _cached_fetch(self, source: SecretSource, home: str) -> dict[str, str]:
         """What the source answered for ``home`` within its TTL, else a fetch (then kept)."""
-        with self.lock:
-            slot = self._fetches.get(id(source))
-            hit = None if slot is None else slot[1].get(home)
-        if slot is not None and hit is not None and _now() - hit[0] < slot[0]:
-            return hit[1]
+        with self.lock:  # a TTLCache is not thread-safe: every access under the lock
+            kept = self._fetches.get(id(source))
+            hit = None if kept is None else kept.get(home)
+        if hit is not None:
+            return hit
         fetched = self._fetch(source, home)
-        if slot is not None:
+        if kept is not None:
             with self.lock:
                 if (source.name, home) in self._failures:
                     return fetched  # a failure left unset is asked again, never kept
-                if len(slot[1]) >= SOURCE_HOMES_KEPT:
-                    slot[1].clear()
-                slot[1][home] = (_now(), fetched)
+                kept[home] = fetched
         return fetched
 
     def _fetch(self, source: SecretSource, home: str) -> dict[str, str]:

@@ -286,6 +286,26 @@ def test_a_ttl_spares_a_warm_binding_the_fetch(
     assert len(source.calls) == (3 if ttl is None else 2)
 
 
+def test_a_ttl_keeps_the_most_recent_homes_within_its_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SOURCE_HOMES_KEPT homes at most: a new home pushes out the least recently used one."""
+    from envscope import _launch
+
+    monkeypatch.setattr(_launch, "SOURCE_HOMES_KEPT", 2)
+    homes = [tmp_path / name for name in ("A", "B", "C", "D")]
+    for home in homes:
+        home.mkdir()
+    source = Counting()
+    host = Host(homes[0], environ={"PATH": "/usr/bin"}, catalog=Catalog.default())
+    host.add_secret_source(source, ttl=3600)
+    for home in (homes[1], homes[2], homes[1], homes[3], homes[1], homes[2]):
+        with host.routed(home):
+            host.build_subprocess_env()
+    # B, C fetched; B reused (C now least recent); D pushes C out; B reused; C again
+    assert [Path(h).name for h in source.calls] == ["B", "C", "D", "C"]
+
+
 @pytest.mark.parametrize("ttl", [-1, "60", True])
 def test_a_ttl_is_a_number_of_seconds(tmp_path: Path, ttl: object) -> None:
     host = Host(tmp_path, environ={}, catalog=Catalog.default())
