@@ -4,7 +4,8 @@ One property over every source's failure paths. For any values (of the
 8-character floor and up) and any credential, each source is driven into a
 failure whose backend output echoes them: a CLI that quotes the token and the
 answer it gave for an earlier entry of the same fetch, a Vault whose error
-list does the same, an AWS error message, a keyring backend's exception, an
+list does the same, an AWS error message that does the same (botocore's
+Stubber), a keyring backend's exception, an
 age "encrypted" file that is plaintext (age quotes its first line). Then:
 
 - the ``SourceError`` (``str``, ``repr``, ``args``, notes) holds none of them
@@ -167,21 +168,50 @@ def _vault_case(server: Any) -> Case:
     return case
 
 
-CASES = ["1password", "bitwarden", "vault", "keyring", "age"]
+def _aws(value: str, credential: str, where: Path) -> SecretSource:
+    """Entry A answers ``value``; B's error message echoes it and the secret key (stubbed)."""
+    from botocore.stub import Stubber
+
+    from envscope import AwsSecretsSource
+
+    environ = {"AWS_ACCESS_KEY_ID": "AKIAPROPERTY00000000", "AWS_SECRET_ACCESS_KEY": credential,
+               "AWS_REGION": "eu-west-1"}  # fmt: skip
+    source = AwsSecretsSource({"*": {"A": "dev/a", "B": "dev/b"}}, environ=environ,
+                              endpoint_url="http://127.0.0.1:9")  # fmt: skip
+    made = source._client
+
+    def client(ref: str) -> Any:
+        real = made(ref)
+        stubber = Stubber(real)
+        stubber.add_response("get_secret_value", {"Name": "dev/a", "SecretString": value},
+                             {"SecretId": "dev/a"})  # fmt: skip
+        said = f"{credential} cannot read after {value}"
+        stubber.add_client_error("get_secret_value", service_error_code="AccessDeniedException",
+                                 service_message=said)  # fmt: skip
+        stubber.activate()
+        return real
+
+    source._client = client  # type: ignore[method-assign]
+    return source
+
+
+CASES = ["1password", "bitwarden", "vault", "keyring", "age", "aws"]
 
 values = st.text(
-    alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters="\\\"'"),
+    alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters="\\\"'~"),
     min_size=8,
     max_size=40,
-)
+).map(lambda v: v[:4] + "~" + v[4:])  # a "~": no message's own words can hold the value
 
 
 def _case(name: str, vault: Any) -> Case:
     if name == "age" and shutil.which("age") is None:
         pytest.skip("needs age (Debian: age)")
+    if name == "aws":
+        pytest.importorskip("boto3", reason="needs boto3 (pip install envscope[aws])")
     cases: dict[str, Case] = {
         "1password": _op, "bitwarden": _bws, "vault": _vault_case(vault),
-        "keyring": _keyring, "age": _age,
+        "keyring": _keyring, "age": _age, "aws": _aws,
     }  # fmt: skip
     return cases[name]
 
