@@ -123,7 +123,7 @@ _HERE = ("__version__", "build_subprocess_env", "configure", "default_host")
 __all__ = sorted([*_PUBLIC, *_HERE])
 
 # Submodules a host reaches as attributes after ``import envscope`` (``envscope.spawn.run``).
-_SUBMODULES = frozenset({"spawn", "mcp"})
+_SUBMODULES = frozenset({"spawn", "mcp", "redact"})
 
 
 def __getattr__(name: str) -> object:

@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "_mcp_formats": 6,
     "host": 7,
     "spawn": 7,
+    "redact": 7,
     "mcp": 7,
     "testing": 7,
     "testing_fs": 7,

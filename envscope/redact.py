@@ -1,0 +1,169 @@
+"""Mask secret values in what children print: whole, inside longer text, across chunks.
+
+``Redactor(secrets)`` takes ``{NAME: value}`` and masks every occurrence of
+every value of at least ``FLOOR`` characters with ``[REDACTED:NAME]`` (never
+any part of the value). Where values overlap, the leftmost occurrence wins,
+then the longest (one scan, as a reader would mark them); a value held under
+several names is masked with the first name in sorted order.
+
+- ``redact(text)`` and ``redact_bytes(data)`` mask a whole text (``bytes``
+  match the values' UTF-8).
+- ``stream()`` and ``byte_stream()`` mask a stream: ``feed(chunk)`` returns
+  what can be released, ``close()`` the rest. A value split across chunks is
+  masked as if the text came whole; nothing is held back longer than the
+  longest value less one character (or byte).
+
+The search is an Aho–Corasick automaton (``ahocorasick-rs``, ``pip install
+envscope[redact]``), one pass over the text whatever the number of values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Generic, TypeVar
+
+from envscope.errors import ConfigurationError
+
+__all__ = ["FLOOR", "ByteStream", "Redactor", "TextStream"]
+
+FLOOR = 8
+"""The shortest value masked: a shorter one would mask ordinary words and numbers."""
+
+T = TypeVar("T", str, bytes)
+
+
+def _automaton(values: list[Any], as_bytes: bool) -> Any:
+    try:
+        import ahocorasick_rs
+    except ImportError:
+        raise ConfigurationError(
+            "Redactor needs the ahocorasick-rs package (pip install envscope[redact])"
+        ) from None
+    kind = ahocorasick_rs.MatchKind.LeftmostLongest
+    make = ahocorasick_rs.BytesAhoCorasick if as_bytes else ahocorasick_rs.AhoCorasick
+    return make(values, matchkind=kind)
+
+
+class _Masks(Generic[T]):
+    """One kind of text (``str`` or ``bytes``): the values, their masks, the automaton."""
+
+    def __init__(self, pairs: list[tuple[T, T]], as_bytes: bool) -> None:
+        self.values: list[T] = [value for value, _ in pairs]
+        self.masks: list[T] = [mask for _, mask in pairs]
+        self.longest = max((len(v) for v in self.values), default=0)
+        self.automaton = _automaton(self.values, as_bytes) if pairs else None
+
+    def matches(self, text: T) -> list[tuple[int, int, int]]:
+        """(value index, start, end) of each leftmost-longest occurrence, in order."""
+        if self.automaton is None:
+            return []
+        found: list[tuple[int, int, int]] = self.automaton.find_matches_as_indexes(text)
+        return found
+
+    def masked(self, text: T, matches: list[tuple[int, int, int]], start: int, stop: int) -> T:
+        """``text[start:stop]`` with each of ``matches`` (all inside it) masked."""
+        parts: list[T] = []
+        at = start
+        for index, begin, end in matches:
+            parts.append(text[at:begin])
+            parts.append(self.masks[index])
+            at = end
+        parts.append(text[at:stop])
+        return text[:0].join(parts)
+
+
+class Redactor:
+    """Masks the values of ``secrets`` (``{NAME: value}``; shorter than ``FLOOR``: ignored)."""
+
+    def __init__(self, secrets: Mapping[str, str]) -> None:
+        first_name: dict[str, str] = {}
+        for name in sorted(secrets):
+            value = secrets[name]
+            if not isinstance(value, str) or not isinstance(name, str):
+                raise ConfigurationError("Redactor: secrets must map names to string values")
+            if len(value) >= FLOOR:
+                first_name.setdefault(value, name)
+        pairs = sorted(first_name.items())
+        self._text: _Masks[str] = _Masks([(v, f"[REDACTED:{n}]") for v, n in pairs], False)
+        encoded: dict[bytes, str] = {}
+        for value, name in pairs:
+            encoded.setdefault(value.encode("utf-8"), name)
+        self._bytes: _Masks[bytes] = _Masks(
+            [(v, f"[REDACTED:{n}]".encode()) for v, n in sorted(encoded.items())], True
+        )
+        self.names = frozenset(first_name.values())
+
+    def __repr__(self) -> str:
+        return f"Redactor({len(self._text.values)} values)"  # never a value
+
+    def redact(self, text: str) -> str:
+        """``text`` with every value masked."""
+        masks = self._text
+        return masks.masked(text, masks.matches(text), 0, len(text))
+
+    def redact_bytes(self, data: bytes) -> bytes:
+        """``data`` with every value's UTF-8 masked."""
+        masks = self._bytes
+        return masks.masked(data, masks.matches(data), 0, len(data))
+
+    def stream(self) -> TextStream:
+        """A stream of ``str`` chunks to mask."""
+        return TextStream(self._text)
+
+    def byte_stream(self) -> ByteStream:
+        """A stream of ``bytes`` chunks to mask."""
+        return ByteStream(self._bytes)
+
+
+class _Stream(Generic[T]):
+    """Masks a stream: ``feed`` releases what no later chunk can change, ``close`` the rest.
+
+    A position is released once the text after it is as long as the longest
+    value: no value starting there can reach past what has arrived, so the
+    leftmost-longest scan over the whole text would mark the same there.
+    """
+
+    def __init__(self, masks: _Masks[T], empty: T) -> None:
+        self._masks: _Masks[T] = masks
+        self._pending: T = empty
+        self._closed = False
+
+    @property
+    def held(self) -> int:
+        """How many characters (or bytes) are held back, waiting for the next chunk."""
+        return len(self._pending)
+
+    def feed(self, chunk: T) -> T:
+        """What of ``chunk`` (and the held text before it) can be released, masked."""
+        if self._closed:
+            raise ConfigurationError("this stream was closed")
+        text = self._pending + chunk
+        masks = self._masks
+        safe = len(text) - masks.longest + 1  # a value starting before this ends in text
+        if safe <= 0:
+            self._pending = text
+            return text[:0]
+        done = [m for m in masks.matches(text) if m[1] < safe]
+        cut = max(safe, done[-1][2]) if done else safe
+        self._pending = text[cut:]
+        return masks.masked(text, done, 0, cut)
+
+    def close(self) -> T:
+        """The held text, masked; the stream takes no more."""
+        self._closed = True
+        text, self._pending = self._pending, self._pending[:0]
+        return self._masks.masked(text, self._masks.matches(text), 0, len(text))
+
+
+class TextStream(_Stream[str]):
+    """A stream of ``str`` chunks (``Redactor.stream()``)."""
+
+    def __init__(self, masks: _Masks[str]) -> None:
+        super().__init__(masks, "")
+
+
+class ByteStream(_Stream[bytes]):
+    """A stream of ``bytes`` chunks (``Redactor.byte_stream()``)."""
+
+    def __init__(self, masks: _Masks[bytes]) -> None:
+        super().__init__(masks, b"")
