@@ -264,6 +264,10 @@ class Host:
         """Names a secret source supplied at launch, applied or skipped."""
         return self._launch.supplied_names()
 
+    def source_names_here(self) -> frozenset[str]:
+        """Names a secret source supplied at launch and, under ``routed(home)``, for that home."""
+        return self._supplied(self._binding.get())
+
     def _never_residue(self) -> frozenset[str]:
         """Global names and the catalog's network-trust family (upper-cased)."""
         return self.global_names | self.catalog.network_trust

@@ -13,6 +13,10 @@ several names is masked with the first name in sorted order.
   masked as if the text came whole; nothing is held back longer than the
   longest value less one character (or byte).
 
+``for_host(host, child)`` makes one from what a host holds: every value the
+host's one secret rule calls a secret, in its process env, in the context's
+parent env (a routed home's scope and sources) and in a child it built.
+
 The search is an Aho–Corasick automaton (``ahocorasick-rs``, ``pip install
 envscope[redact]``), one pass over the text whatever the number of values.
 """
@@ -20,11 +24,15 @@ envscope[redact]``), one pass over the text whatever the number of values.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from envscope.errors import ConfigurationError
 
-__all__ = ["FLOOR", "ByteStream", "Redactor", "TextStream"]
+if TYPE_CHECKING:
+    from envscope.host import Host
+    from envscope.policy.surfaces import Surface
+
+__all__ = ["FLOOR", "ByteStream", "Redactor", "TextStream", "for_host"]
 
 FLOOR = 8
 """The shortest value masked: a shorter one would mask ordinary words and numbers."""
@@ -167,3 +175,38 @@ class ByteStream(_Stream[bytes]):
 
     def __init__(self, masks: _Masks[bytes]) -> None:
         super().__init__(masks, b"")
+
+
+def for_host(
+    host: Host,
+    child: Mapping[str, str] | None = None,
+    *,
+    surface: Surface | str = "terminal",
+) -> Redactor:
+    """A redactor of every secret value ``host`` holds in this context, and ``child``'s.
+
+    Each entry of the host's process env, of the parent env a build in this
+    context starts from (under ``routed(home)``: the home's ``.env``, its
+    sources' values, the managed keys) and of ``child`` (an env the host
+    built: what it was granted counts) is decided by the one secret rule a
+    build for ``surface`` applies, as the host's own (the auditor's view, as
+    ``explain --show-values`` masks): a declared name, a source's credential,
+    a launch secret, a credential format, a credential by its name's context.
+    A value under a name a secret source supplied (at launch, or for the
+    routed home) is masked too, whatever the rule says of the name. Each is masked under its name.
+    """
+    from envscope.pipeline.decision import decide
+    from envscope.policy._layers import Layer
+
+    rule = host.secret_rule(surface=surface)
+    supplied = {name.upper() for name in host.source_names_here()}
+    secrets: dict[str, str] = {}
+    for env in (host.environ_snapshot(), host.parent_env(), dict(child or {})):
+        for key, value in env.items():
+            if key.upper() in supplied:  # a source's value: a secret whatever its name
+                secrets.setdefault(key, value)
+                continue
+            verdict = decide(rule, key, value, Layer.BASE)
+            if verdict is not None and verdict.secret:
+                secrets.setdefault(key, value)
+    return Redactor(secrets)

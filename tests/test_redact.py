@@ -10,13 +10,17 @@ nothing else changes.
 from __future__ import annotations
 
 import itertools
+import json
+import os
+import subprocess
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envscope import ConfigurationError
-from envscope.redact import FLOOR, Redactor
+from envscope import Catalog, ConfigurationError, Host, StaticSource
+from envscope.redact import FLOOR, Redactor, for_host
 
 GH = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" * 2
 
@@ -116,3 +120,86 @@ def test_a_stream_cut_anywhere_answers_as_the_reference(
     assert streamed == redactor.redact_bytes(data) == expected.encode()
     for value in secrets.values():  # masks hold "[", which no value here does
         assert len(value) < FLOOR or value not in expected
+
+
+# -- a redactor from a host ------------------------------------------------------------
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+OPENAI = "sk-proj-" + "Q1w2E3r4T5y6U7i8O9p0" * 2
+SOURCE_VALUE = "source-fetched-value-0123456789"
+GRANTED = "granted-to-this-child-0123456789"
+SHAPED = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"  # a Stripe live key's format
+
+
+def _host(tmp_path: Path, environ: dict[str, str]) -> Host:
+    (tmp_path / "launch").mkdir(exist_ok=True)
+    host = Host(tmp_path / "launch", environ=environ, catalog=Catalog.default())
+    host.add_secret_source(StaticSource("vault", {"*": {"ACME_DSN": SOURCE_VALUE}}))
+    host.load_launch_env()
+    return host
+
+
+def test_for_host_masks_every_secret_the_host_holds_and_nothing_else(tmp_path: Path) -> None:
+    environ = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/home/operator",
+        "OPENAI_API_KEY": OPENAI,  # declared by the catalog
+        "BUILD_LABEL": SHAPED,  # an undeclared name holding a credential format
+        "BUILD_ID": "88808f71-16f2-4171-a874-cf4690045443",
+    }
+    host = _host(tmp_path, environ)
+    child = host.build_subprocess_env(extra={"DEPLOY_TOKEN": GRANTED}, grant=["DEPLOY_TOKEN"])
+    assert child["DEPLOY_TOKEN"] == GRANTED
+    redactor = for_host(host, child)
+    text = " | ".join([OPENAI, SOURCE_VALUE, GRANTED, SHAPED, *environ.values()])
+    out = redactor.redact(text)
+    for secret in (OPENAI, SOURCE_VALUE, GRANTED, SHAPED):
+        assert secret not in out
+    assert "[REDACTED:OPENAI_API_KEY]" in out
+    assert "[REDACTED:DEPLOY_TOKEN]" in out
+    for plain in ("/usr/local/bin:/usr/bin:/bin", "/home/operator", environ["BUILD_ID"]):
+        assert plain in out
+
+
+def test_a_real_child_printing_its_granted_token_is_masked(tmp_path: Path) -> None:
+    """bash prints the token it was granted: the output through the host's redactor is masked;
+    the unredacted output is the token itself (the test can fail)."""
+    host = _host(tmp_path, {"PATH": os.defpath})
+    child = host.build_subprocess_env(extra={"TOKEN": GRANTED}, grant=["TOKEN"])
+    done = subprocess.run(["bash", "-c", 'echo "token=$TOKEN"'], env=child,
+                          capture_output=True, check=True)  # fmt: skip
+    assert done.stdout == f"token={GRANTED}\n".encode()
+    redactor = for_host(host, child)
+    stream = redactor.byte_stream()
+    out = b"".join(
+        [*(stream.feed(done.stdout[i : i + 3]) for i in range(0, 99, 3)), stream.close()]
+    )
+    assert out == b"token=[REDACTED:TOKEN]\n"
+
+
+REAL_ENVS = sorted((FIXTURES / "real-envs").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", REAL_ENVS, ids=[p.stem for p in REAL_ENVS])
+def test_a_real_env_s_own_values_pass_unchanged(tmp_path: Path, path: Path) -> None:
+    """The corpus holds no credential: a host over it masks none of its values (0 changes)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    env: dict[str, str] = data.get("env", data)
+    host = _host(tmp_path, {**env, "OPENAI_API_KEY": OPENAI})
+    redactor = for_host(host)
+    changed = [key for key, value in env.items() if redactor.redact(value) != value]
+    assert changed == []
+    assert redactor.redact(OPENAI) == "[REDACTED:OPENAI_API_KEY]"  # the redactor is not empty
+
+
+def test_under_a_routed_home_its_own_source_values_are_masked(tmp_path: Path) -> None:
+    launch, routed = tmp_path / "launch", tmp_path / "routed"
+    launch.mkdir()
+    routed.mkdir()
+    host = Host(launch, environ={"PATH": os.defpath}, catalog=Catalog.default())
+    host.add_secret_source(StaticSource("vault", {str(routed): {"B_SETTING": SOURCE_VALUE}}))
+    host.load_launch_env()
+    assert for_host(host).redact(SOURCE_VALUE) == SOURCE_VALUE  # not the launch home's
+    with host.routed(routed):
+        assert "B_SETTING" in host.source_names_here()
+        assert for_host(host).redact(SOURCE_VALUE) == "[REDACTED:B_SETTING]"
