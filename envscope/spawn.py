@@ -97,9 +97,17 @@ def run(
     inherit_credentials: bool = False,
     grant: Sequence[str] = (),
     trace: Trace | None = None,
+    redact_output: bool = False,
     **subprocess_kwargs: Any,
 ) -> subprocess.CompletedProcess[Any]:
-    """``subprocess.run(args, env=<built>, **subprocess_kwargs)``."""
+    """``subprocess.run(args, env=<built>, **subprocess_kwargs)``.
+
+    ``redact_output=True``: the captured stdout and stderr come back with every
+    secret value the host holds masked (``envscope.redact.for_host`` over the
+    child's env), in the result and in a ``CalledProcessError`` or
+    ``TimeoutExpired`` it raises; output that is not captured (a child writing
+    to the caller's terminal) is refused, as it could not be masked.
+    """
     env = _env(
         host,
         "run",
@@ -111,7 +119,60 @@ def run(
         grant=grant,
         trace=trace,
     )
-    return subprocess.run(args, env=env, **subprocess_kwargs)
+    if not redact_output:
+        return subprocess.run(args, env=env, **subprocess_kwargs)
+    return _redacted_run(host, args, env, surface, "run", subprocess_kwargs)
+
+
+def _redacted_run(
+    host: Host,
+    args: Any,
+    env: dict[str, str],
+    surface: Surface | str,
+    call: str,
+    kwargs: dict[str, Any],
+) -> subprocess.CompletedProcess[Any]:
+    """``subprocess.run`` with its captured output masked, its errors' output too."""
+    from envscope.redact import for_host
+
+    _check_captured(call, kwargs)
+    redactor = for_host(host, env, surface=surface)
+    check = bool(kwargs.pop("check", False))
+
+    def masked(output: Any) -> Any:
+        if isinstance(output, bytes):
+            return redactor.redact_bytes(output)
+        return redactor.redact(output) if isinstance(output, str) else output
+
+    timed_out: subprocess.TimeoutExpired | None = None
+    try:
+        done = subprocess.run(args, env=env, check=False, **kwargs)
+    except subprocess.TimeoutExpired as exc:  # its output so far is the child's: masked
+        timed_out = subprocess.TimeoutExpired(
+            exc.cmd, exc.timeout, output=masked(exc.output), stderr=masked(exc.stderr)
+        )
+    if timed_out is not None:  # raised outside the handler: no unmasked context kept
+        raise timed_out
+    done.stdout, done.stderr = masked(done.stdout), masked(done.stderr)
+    if check and done.returncode != 0:
+        raise subprocess.CalledProcessError(
+            done.returncode, done.args, output=done.stdout, stderr=done.stderr
+        )
+    return done
+
+
+def _check_captured(call: str, kwargs: Mapping[str, Any]) -> None:
+    """``redact_output`` needs both streams captured (or sent nowhere): else refused."""
+    if kwargs.get("capture_output"):
+        return
+    taken = (subprocess.PIPE, subprocess.DEVNULL)
+    if kwargs.get("stdout") in taken and kwargs.get("stderr") in (*taken, subprocess.STDOUT):
+        return
+    raise ConfigurationError(
+        f"envscope.spawn.{call}: redact_output=True needs the output captured "
+        "(capture_output=True, or stdout and stderr as subprocess.PIPE, DEVNULL or STDOUT): "
+        "output written to the caller's terminal cannot be masked"
+    )
 
 
 def popen(
@@ -205,9 +266,15 @@ def check_output(
     inherit_credentials: bool = False,
     grant: Sequence[str] = (),
     trace: Trace | None = None,
+    redact_output: bool = False,
     **subprocess_kwargs: Any,
 ) -> Any:
-    """``subprocess.check_output(args, env=<built>, **subprocess_kwargs)``: the output."""
+    """``subprocess.check_output(args, env=<built>, **subprocess_kwargs)``: the output.
+
+    ``redact_output=True``: the output (and a ``CalledProcessError``'s) with every
+    secret value the host holds masked, as ``run`` does; stderr must be captured
+    too (``stderr=subprocess.PIPE``, ``STDOUT`` or ``DEVNULL``).
+    """
     env = _env(
         host,
         "check_output",
@@ -219,7 +286,10 @@ def check_output(
         grant=grant,
         trace=trace,
     )
-    return subprocess.check_output(args, env=env, **subprocess_kwargs)
+    if not redact_output:
+        return subprocess.check_output(args, env=env, **subprocess_kwargs)
+    kwargs = {"stdout": subprocess.PIPE, **subprocess_kwargs, "check": True}
+    return _redacted_run(host, args, env, surface, "check_output", kwargs).stdout
 
 
 async def create_subprocess_exec(

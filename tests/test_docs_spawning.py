@@ -14,7 +14,7 @@ def test_every_spawn_site_has_an_example() -> None:
     """The page has one runnable example for each spawn site the issue names."""
     assert sorted(EXAMPLES) == sorted(
         ["The terminal tool", "A cron job for a profile", "A kanban worker in a thread pool",
-         "asyncio", "An MCP stdio server", "Tracing a spawn"]
+         "asyncio", "An MCP stdio server", "Tracing a spawn", "Masking what a child prints"]
     )  # fmt: skip
 
 
