@@ -17,6 +17,9 @@ several names is masked with the first name in sorted order.
 host's one secret rule calls a secret, in its process env, in the context's
 parent env (a routed home's scope and sources) and in a child it built.
 
+``RedactingFilter(redactor)`` is a ``logging.Filter`` that masks each record's
+message (its arguments merged in), its exception and its stack text.
+
 The search is an Aho–Corasick automaton (``ahocorasick-rs``, ``pip install
 envscope[redact]``), one pass over the text whatever the number of values.
 """
@@ -29,10 +32,12 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from envscope.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    import logging
+
     from envscope.host import Host
     from envscope.policy.surfaces import Surface
 
-__all__ = ["FLOOR", "ByteStream", "Redactor", "TextStream", "for_host"]
+__all__ = ["FLOOR", "ByteStream", "RedactingFilter", "Redactor", "TextStream", "for_host"]
 
 FLOOR = 8
 """The shortest value masked: a shorter one would mask ordinary words and numbers."""
@@ -210,3 +215,31 @@ def for_host(
             if verdict is not None and verdict.secret:
                 secrets.setdefault(key, value)
     return Redactor(secrets)
+
+
+class RedactingFilter:
+    """A ``logging`` filter (handler or logger) that masks the values of a ``Redactor``.
+
+    The record's message is formatted with its arguments, masked, and kept
+    with no arguments left; the exception and stack text are formatted and
+    masked too, so a handler prints them as they are. It never drops a record.
+    Give a handler this filter, so records from every logger are masked.
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Mask ``record`` in place; keep it."""
+        import logging as _logging
+
+        redact = self.redactor.redact
+        record.msg = redact(record.getMessage())
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = _logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envscope import Catalog, ConfigurationError, Host, StaticSource
-from envscope.redact import FLOOR, Redactor, for_host
+from envscope.redact import FLOOR, RedactingFilter, Redactor, for_host
 
 GH = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" * 2
 
@@ -203,3 +203,28 @@ def test_under_a_routed_home_its_own_source_values_are_masked(tmp_path: Path) ->
     with host.routed(routed):
         assert "B_SETTING" in host.source_names_here()
         assert for_host(host).redact(SOURCE_VALUE) == "[REDACTED:B_SETTING]"
+
+
+def test_a_logging_filter_masks_message_arguments_and_tracebacks() -> None:
+    import io
+    import logging
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(RedactingFilter(Redactor({"GH_TOKEN": GH})))
+    logger = logging.getLogger("envscope.test.redact")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        logger.warning("calling with %s", GH)
+        logger.warning(f"inline {GH}", stack_info=True)
+        try:
+            raise ValueError(f"bad token {GH}")
+        except ValueError:
+            logger.exception("failed")
+    finally:
+        logger.removeHandler(handler)
+    text = stream.getvalue()
+    assert GH not in text
+    assert text.count("[REDACTED:GH_TOKEN]") == 3
+    assert "ValueError: bad token [REDACTED:GH_TOKEN]" in text
