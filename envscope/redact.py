@@ -1,8 +1,9 @@
 """Mask secret values in what children print: whole, inside longer text, across chunks.
 
 ``Redactor(secrets)`` takes ``{NAME: value}`` and masks every occurrence of
-every value of at least ``FLOOR`` characters with ``[REDACTED:NAME]`` (never
-any part of the value). Where values overlap, the leftmost occurrence wins,
+every value of at least ``FLOOR`` characters, and of its JSON-escaped and
+URL-encoded forms (``spellings``), with ``[REDACTED:NAME]`` (never any part
+of the value). Where values overlap, the leftmost occurrence wins,
 then the longest (one scan, as a reader would mark them); a value held under
 several names is masked with the first name in sorted order.
 
@@ -11,7 +12,7 @@ several names is masked with the first name in sorted order.
 - ``stream()`` and ``byte_stream()`` mask a stream: ``feed(chunk)`` returns
   what can be released, ``close()`` the rest. A value split across chunks is
   masked as if the text came whole; nothing is held back longer than the
-  longest value less one character (or byte).
+  longest value (in any of its spellings) less one character (or byte).
 
 ``for_host(host, child)`` makes one from what a host holds: every value the
 host's one secret rule calls a secret, in its process env, in the context's
@@ -37,7 +38,15 @@ if TYPE_CHECKING:
     from envscope.host import Host
     from envscope.policy.surfaces import Surface
 
-__all__ = ["FLOOR", "ByteStream", "RedactingFilter", "Redactor", "TextStream", "for_host"]
+__all__ = [
+    "FLOOR",
+    "ByteStream",
+    "RedactingFilter",
+    "Redactor",
+    "TextStream",
+    "for_host",
+    "spellings",
+]
 
 FLOOR = 8
 """The shortest value masked: a shorter one would mask ordinary words and numbers."""
@@ -85,6 +94,27 @@ class _Masks(Generic[T]):
         return text[:0].join(parts)
 
 
+def spellings(value: str) -> list[str]:
+    """``value`` and the escaped forms a consumer prints it in, each once, ``value`` first.
+
+    JSON string escaping (as ``json.dumps`` writes it, with and without
+    ``ensure_ascii``) and URL encoding (``quote`` with no safe characters, and
+    ``quote_plus``): a token in a JSON log line or in a query string is masked
+    as the token itself is.
+    """
+    import json
+    from urllib.parse import quote, quote_plus
+
+    forms = [
+        value,
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        json.dumps(value)[1:-1],
+        quote(value, safe=""),
+        quote_plus(value, safe=""),
+    ]
+    return list(dict.fromkeys(forms))
+
+
 class Redactor:
     """Masks the values of ``secrets`` (``{NAME: value}``; shorter than ``FLOOR``: ignored)."""
 
@@ -95,7 +125,8 @@ class Redactor:
             if not isinstance(value, str) or not isinstance(name, str):
                 raise ConfigurationError("Redactor: secrets must map names to string values")
             if len(value) >= FLOOR:
-                first_name.setdefault(value, name)
+                for spelling in spellings(value):
+                    first_name.setdefault(spelling, name)
         pairs = sorted(first_name.items())
         self._text: _Masks[str] = _Masks([(v, f"[REDACTED:{n}]") for v, n in pairs], False)
         encoded: dict[bytes, str] = {}

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envscope import Catalog, ConfigurationError, Host, StaticSource
-from envscope.redact import FLOOR, RedactingFilter, Redactor, for_host
+from envscope.redact import FLOOR, RedactingFilter, Redactor, for_host, spellings
 
 GH = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" * 2
 
@@ -36,9 +36,13 @@ GH = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" * 2
         ({"Z": "same-value-1", "A": "same-value-1"}, "same-value-1", "[REDACTED:A]"),
         ({"P": "pässwörd-ünïcode"}, "x pässwörd-ünïcode y", "x [REDACTED:P] y"),
         ({}, "nothing to mask", "nothing to mask"),
+        ({"P": 'pa"ss\nword/1'}, '{"p": "pa\\"ss\\nword/1"}', '{"p": "[REDACTED:P]"}'),
+        ({"P": "p@ss w/rd&1"}, "GET /?pw=p%40ss%20w%2Frd%261 and pw=p%40ss+w%2Frd%261",
+         "GET /?pw=[REDACTED:P] and pw=[REDACTED:P]"),
+        ({"P": "pässwörd-1"}, '"p\\u00e4ssw\\u00f6rd-1"', '"[REDACTED:P]"'),
     ],
     ids=["inside-text", "back-to-back", "floor", "longest-wins", "leftmost-wins",
-         "first-name", "unicode", "no-values"],
+         "first-name", "unicode", "no-values", "json-escaped", "url-encoded", "json-ascii"],
 )  # fmt: skip
 def test_redact_table(secrets: dict[str, str], text: str, expected: str) -> None:
     redactor = Redactor(secrets)
@@ -71,7 +75,8 @@ def _reference(secrets: dict[str, str], text: str) -> str:
     first: dict[str, str] = {}
     for name in sorted(secrets):
         if len(secrets[name]) >= FLOOR:
-            first.setdefault(secrets[name], name)
+            for spelling in spellings(secrets[name]):
+                first.setdefault(spelling, name)
     out, i = [], 0
     while i < len(text):
         found = [v for v in first if text.startswith(v, i)]
@@ -106,7 +111,9 @@ def test_a_stream_cut_anywhere_answers_as_the_reference(
     assert redactor.redact(text) == expected
     points = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
     stream = redactor.stream()
-    longest = max((len(v) for v in secrets.values() if len(v) >= FLOOR), default=0)
+    longest = max(
+        (len(f) for v in secrets.values() if len(v) >= FLOOR for f in spellings(v)), default=0
+    )
     out = []
     for a, b in itertools.pairwise(points):
         out.append(stream.feed(text[a:b]))
