@@ -78,6 +78,8 @@ class Figure:
             return f"{self.value:.2f}x"
         if self.unit == "ms":
             return f"{self.value:.1f} ms"
+        if self.unit == "MB/s":
+            return f"{self.value:.0f} MB/s"
         if self.unit == "KiB":
             return f"{self.value:.1f} KiB"
         if self.unit == "MiB":

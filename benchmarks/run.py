@@ -36,6 +36,7 @@ from benchmarks.figures import (
 )
 from benchmarks.guard_cost import guard_figure
 from benchmarks.measure import FULL, QUICK, Figure
+from benchmarks.redact_cost import redact_figures
 from benchmarks.source_cost import cold_fetch_figures
 from benchmarks.source_cost import warm_figures as source_warm_figures
 from benchmarks.spawn_cost import changing_figures, fresh_and_explain_figures, rss_figure
@@ -171,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         figures.append(rss_figure(10_000 if not cfg.quick else 1_000, args.tmp))
         step("cold starts (children)")
         figures += cold_start_figures(cfg, w1, w2, m1000)
+        step("redaction")
+        figures += redact_figures(cfg.quick)
         step("runtime guard")
         figures.append(guard_figure(cfg.quick))
         step("removing the workloads")

@@ -74,11 +74,23 @@ class _Masks(Generic[T]):
         self.masks: list[T] = [mask for _, mask in pairs]
         self.longest = max((len(v) for v in self.values), default=0)
         self.automaton = _automaton(self.values, as_bytes) if pairs else None
+        # ASCII text (most output) is searched as bytes, about 1.6x faster: the same
+        # values in the same order, so an index is the same value's, and a position
+        # in ASCII bytes is the same position in the str. A non-ASCII value's UTF-8
+        # cannot occur in ASCII text.
+        self.ascii = None
+        if pairs and not as_bytes:
+            self.ascii = _automaton([str(v).encode("utf-8") for v in self.values], True)
 
     def matches(self, text: T) -> list[tuple[int, int, int]]:
         """(value index, start, end) of each leftmost-longest occurrence, in order."""
         if self.automaton is None:
             return []
+        if self.ascii is not None and isinstance(text, str) and text.isascii():
+            by_bytes: list[tuple[int, int, int]] = self.ascii.find_matches_as_indexes(
+                text.encode("ascii")
+            )
+            return by_bytes
         found: list[tuple[int, int, int]] = self.automaton.find_matches_as_indexes(text)
         return found
 

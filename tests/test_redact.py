@@ -235,3 +235,19 @@ def test_a_logging_filter_masks_message_arguments_and_tracebacks() -> None:
     assert GH not in text
     assert text.count("[REDACTED:GH_TOKEN]") == 3
     assert "ValueError: bad token [REDACTED:GH_TOKEN]" in text
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    secrets=st.dictionaries(names, st.text(alphabet="ab-é ", min_size=8, max_size=12), max_size=5),
+    text=st.text(alphabet="ab- ", max_size=80),
+)
+def test_ascii_text_searched_as_bytes_answers_as_the_str_automaton(
+    secrets: dict[str, str], text: str
+) -> None:
+    """The ASCII fast path (bytes) is pinned to the str automaton: same indexes, same spans."""
+    masks = Redactor(secrets)._text
+    if masks.automaton is None:
+        return
+    assert text.isascii()
+    assert masks.matches(text) == masks.automaton.find_matches_as_indexes(text)
