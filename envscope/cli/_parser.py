@@ -202,6 +202,11 @@ def _add_run(
         parents,
     )  # fmt: skip
     _build_options(run)
+    run.add_argument(
+        "--redact", action="store_true",
+        help="run CMD as a child and mask every secret value the host holds in its output "
+        "(needs envscope[redact])",
+    )  # fmt: skip
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="the command and args")
 
 

@@ -427,6 +427,13 @@ def _check_command(cmd: Sequence[str]) -> None:
             raise UsageError(f"run: {what} cannot be encoded for the file system") from None
 
 
+def _redactor(host: Host, env: Mapping[str, str], surface: str) -> Any:
+    """``for_host`` over the child's env: every secret value the host holds, masked."""
+    from envscope.redact import for_host
+
+    return for_host(host, env, surface=surface)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
@@ -436,7 +443,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     host = audited.host
     with host.routed(audited.resolve_home(args.home)):
         env = host.build_subprocess_env(surface=Surface(args.surface))
+        redactor = _redactor(host, env, args.surface) if args.redact else None
     try:
+        if redactor is not None:
+            from envscope.cli._redacted_run import run_redacted
+
+            sys.stdout.flush()
+            return run_redacted(cmd, env, redactor, sys.stdout.buffer, sys.stderr.buffer)
         return _exec(cmd, env)
     except FileNotFoundError:  # as env(1): 127 not found, 126 found but not executable
         raise UsageError(f"run: {cmd[0]!r}: command not found", code=127) from None

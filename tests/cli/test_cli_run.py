@@ -269,3 +269,40 @@ def test_run_exit_codes_follow_env1(
     assert out == ""
     assert err.startswith("envscope: error: ")
     assert message in err
+
+
+SECRET = "sk-proj-" + "Q1w2E3r4T5y6U7i8O9p0" * 2  # OPENAI_API_KEY: the catalog declares it
+
+
+@pytest.mark.parametrize("redact", [False, True])
+def test_run_redact_masks_what_the_command_prints(redact: bool) -> None:
+    """A command printing a value the host holds (its own OPENAI_API_KEY) on stdout and stderr:
+    with --redact both come back masked, as they arrive; without it, the value itself."""
+    script = f'echo "out {SECRET}"; echo "err {SECRET}" >&2; exit 7'
+    argv = ["run", *(["--redact"] if redact else []), "--", "bash", "-c", script]
+    done = run_envscope(*argv, env={**BASE_ENV, "OPENAI_API_KEY": SECRET})
+    assert done.returncode == 7
+    if redact:
+        assert done.stdout == "out [REDACTED:OPENAI_API_KEY]\n"
+        assert done.stderr == "err [REDACTED:OPENAI_API_KEY]\n"
+    else:
+        assert done.stdout == f"out {SECRET}\n"
+
+
+def test_run_redact_reports_a_signal_and_a_missing_command() -> None:
+    killed = run_envscope("run", "--redact", "--", "bash", "-c", "kill -TERM $$")
+    assert killed.returncode == 128 + signal.SIGTERM
+    missing = run_envscope("run", "--redact", "--", "no-such-command-envscope")
+    assert missing.returncode == 127
+    assert "command not found" in missing.stderr
+
+
+def test_run_redact_streams_output_larger_than_a_pipe() -> None:
+    """Both pipes drained as data arrives: a child writing more than a pipe holds to each
+    stream does not block, and every byte comes through."""
+    size = PIPE_BUFFER * 3
+    script = f"head -c {size} /dev/zero | tr '\\0' a; head -c {size} /dev/zero | tr '\\0' b >&2"
+    done = run_envscope("run", "--redact", "--", "bash", "-c", script)
+    assert done.returncode == 0
+    assert done.stdout == "a" * PIPE_BUFFER * 3
+    assert done.stderr == "b" * PIPE_BUFFER * 3
