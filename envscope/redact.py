@@ -141,12 +141,15 @@ class Redactor:
                     first_name.setdefault(spelling, name)
         pairs = sorted(first_name.items())
         self._text: _Masks[str] = _Masks([(v, f"[REDACTED:{n}]") for v, n in pairs], False)
+        self._text_names = [name for _, name in pairs]
         encoded: dict[bytes, str] = {}
         for value, name in pairs:
             encoded.setdefault(value.encode("utf-8"), name)
+        byte_pairs = sorted(encoded.items())
         self._bytes: _Masks[bytes] = _Masks(
-            [(v, f"[REDACTED:{n}]".encode()) for v, n in sorted(encoded.items())], True
+            [(v, f"[REDACTED:{n}]".encode()) for v, n in byte_pairs], True
         )
+        self._bytes_names = [name for _, name in byte_pairs]
         self.names = frozenset(first_name.values())
 
     def __repr__(self) -> str:
@@ -161,6 +164,14 @@ class Redactor:
         """``data`` with every value's UTF-8 masked."""
         masks = self._bytes
         return masks.masked(data, masks.matches(data), 0, len(data))
+
+    def names_in(self, output: str | bytes) -> list[str]:
+        """The names whose values occur in ``output`` (sorted, each once): never a value."""
+        if isinstance(output, bytes):
+            found = {self._bytes_names[i] for i, _, _ in self._bytes.matches(output)}
+        else:
+            found = {self._text_names[i] for i, _, _ in self._text.matches(output)}
+        return sorted(found)
 
     def stream(self) -> TextStream:
         """A stream of ``str`` chunks to mask."""

@@ -18,6 +18,9 @@ gives:
   that the home's or the launch home's policy forbids (Tier 1; Tier 2 unless
   the child inherits credentials), that still carries the force prefix, or
   whose value copies such a secret the host holds. Never a value.
+- ``assert_output_redacted(output, host=...)``: fails naming each secret the
+  host holds (``envscope.redact.for_host``) whose value occurs in a child's
+  captured output. Never a value.
 
 ``import envscope`` never imports this module (nor pytest).
 """
@@ -46,6 +49,7 @@ __all__ = [
     "HostFactory",
     "HostTree",
     "assert_no_secrets",
+    "assert_output_redacted",
     "build_host_tree",
     "dotenv_text",
     "host_factory",
@@ -253,3 +257,32 @@ def assert_no_secrets(
     if leaks:
         count = f"{len(leaks)} {'key' if len(leaks) == 1 else 'keys'}"
         raise AssertionError(f"child env leaks {count}: {', '.join(leaks)}")
+
+
+def assert_output_redacted(
+    output: str | bytes,
+    *,
+    host: Host,
+    child: Mapping[str, str] | None = None,
+    home: str | os.PathLike[str] | None = None,
+) -> None:
+    """Fail naming every secret whose value occurs in ``output`` (never a value).
+
+    The secrets are ``envscope.redact.for_host``'s for the context of ``home``
+    (default the bound home, else the launch home) and ``child`` (the env the
+    output's child ran with: what it was granted counts): every value the
+    host's one secret rule calls a secret, and every value a source supplied,
+    of 8 characters or more, in any of its spellings (JSON, URL-encoded).
+    """
+    __tracebackhide__ = True
+    from envscope.redact import for_host
+
+    if home is None:
+        redactor = for_host(host, child)
+    else:
+        with host.routed(home):
+            redactor = for_host(host, child)
+    names = redactor.names_in(output)
+    if names:
+        count = f"{len(names)} {'secret' if len(names) == 1 else 'secrets'}"
+        raise AssertionError(f"output holds {count}: {', '.join(names)}")

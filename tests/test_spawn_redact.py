@@ -88,3 +88,20 @@ def test_check_output_masks_and_needs_stderr_captured(host: Host) -> None:
 def test_output_to_the_terminal_is_refused(host: Host, kwargs: dict[str, object]) -> None:
     with pytest.raises(ConfigurationError, match="cannot be masked"):
         _run(host, PRINTS, redact_output=True, **kwargs)
+
+
+def test_the_pytest_helper_names_each_secret_in_output_and_passes_masked_output(
+    host: Host,
+) -> None:
+    from envscope.testing import assert_output_redacted
+
+    child = host.build_subprocess_env(extra={"DEPLOY_TOKEN": TOKEN}, grant=["DEPLOY_TOKEN"])
+    plain = _run(host, PRINTS, capture_output=True, text=True)
+    printed = f"{plain.stdout}{plain.stderr}"
+    with pytest.raises(AssertionError, match=r"output holds 1 secret: DEPLOY_TOKEN$") as raised:
+        assert_output_redacted(printed, host=host, child=child)
+    assert TOKEN not in str(raised.value)
+    with pytest.raises(AssertionError, match="DEPLOY_TOKEN"):
+        assert_output_redacted(printed.encode(), host=host, child=child)
+    masked = _run(host, PRINTS, capture_output=True, text=True, redact_output=True)
+    assert_output_redacted(f"{masked.stdout}{masked.stderr}", host=host, child=child)
