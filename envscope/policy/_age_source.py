@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from envscope.errors import ConfigurationError, DotenvError, SourceError
 from envscope.policy._cli_source import run_source_cli
-from envscope.policy._source_entries import _EntrySource, _timeout
+from envscope.policy._source_entries import _EntrySource, _missing, _timeout
 
 __all__ = ["AgeFileSource"]
 
@@ -73,10 +73,7 @@ class AgeFileSource(_EntrySource):
         found = (identities,) if isinstance(identities, str) else tuple(identities)
         if not found or not all(isinstance(i, str) and i for i in found):
             raise ConfigurationError("AgeFileSource: identities must name one or more files")
-        if missing not in ("raise", "unset"):
-            raise ConfigurationError(
-                f"AgeFileSource: missing must be 'raise' or 'unset', not {missing!r}"
-            )
+        _missing("AgeFileSource", missing)
         super().__init__(name, entries)
         self.identities = tuple(os.path.abspath(os.path.expanduser(i)) for i in found)
         self.executable = executable

@@ -23,8 +23,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from envscope.errors import ConfigurationError, SourceError
-from envscope.policy._source_entries import _EntrySource, _timeout
+from envscope.errors import SourceError
+from envscope.policy._source_entries import _EntrySource, _missing, _timeout
 
 __all__ = ["AWS_CREDENTIALS", "AwsSecretsSource"]
 
@@ -77,10 +77,7 @@ class AwsSecretsSource(_EntrySource):
         timeout: float = 10.0,
         missing: str = "raise",
     ) -> None:
-        if missing not in ("raise", "unset"):
-            raise ConfigurationError(
-                f"AwsSecretsSource: missing must be 'raise' or 'unset', not {missing!r}"
-            )
+        _missing("AwsSecretsSource", missing)
         super().__init__(name, entries)
         self.region = region
         self.endpoint_url = endpoint_url

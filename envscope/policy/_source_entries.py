@@ -23,6 +23,12 @@ def _per_home(entries: Mapping[str, Mapping[str, str]], home: str) -> dict[str, 
     return found
 
 
+def _missing(owner: str, missing: object) -> None:
+    """``missing`` is ``"raise"`` or ``"unset"`` (what an entry the backend lacks does)."""
+    if missing not in ("raise", "unset"):
+        raise ConfigurationError(f"{owner}: missing must be 'raise' or 'unset', not {missing!r}")
+
+
 def _timeout(owner: str, timeout: object) -> float:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ConfigurationError(f"{owner}: timeout must be a positive number")
@@ -111,10 +117,7 @@ class KeyringSource(_EntrySource):
     ) -> None:
         if not isinstance(service, str) or not service:
             raise ConfigurationError("KeyringSource: service must be a non-empty string")
-        if missing not in ("raise", "unset"):
-            raise ConfigurationError(
-                f"KeyringSource: missing must be 'raise' or 'unset', not {missing!r}"
-            )
+        _missing("KeyringSource", missing)
         self.service = service
         self.missing = missing
         super().__init__(name, entries)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from envscope.errors import ConfigurationError, SourceError
 from envscope.policy._cli_source import filtered_stderr
-from envscope.policy._source_entries import _EntrySource, _timeout
+from envscope.policy._source_entries import _EntrySource, _missing, _timeout
 
 if TYPE_CHECKING:
     import ssl
@@ -86,10 +86,7 @@ class VaultSource(_EntrySource):
         missing: str = "raise",
         approle_mount: str = "approle",
     ) -> None:
-        if missing not in ("raise", "unset"):
-            raise ConfigurationError(
-                f"VaultSource: missing must be 'raise' or 'unset', not {missing!r}"
-            )
+        _missing("VaultSource", missing)
         if not isinstance(approle_mount, str) or not approle_mount.strip("/"):
             raise ConfigurationError("VaultSource: approle_mount must name a mount")
         super().__init__(name, entries)

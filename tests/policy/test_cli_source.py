@@ -16,7 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from envscope import SourceError
+from envscope import (
+    AgeFileSource,
+    AwsSecretsSource,
+    ConfigurationError,
+    KeyringSource,
+    SourceError,
+    VaultSource,
+)
 from envscope.policy._cli_source import STDERR_CHARS, filtered_stderr, run_source_cli
 
 CREDENTIAL = "cred-value-0123456789abcdef"
@@ -99,3 +106,20 @@ def test_filtered_stderr_is_one_printable_bounded_line() -> None:
     assert "\x1b" not in line
     assert len(line) == STDERR_CHARS
     assert line.endswith("…")
+
+
+@pytest.mark.parametrize(
+    ("kind", "make"),
+    [
+        ("KeyringSource", lambda m: KeyringSource("svc", {}, missing=m)),
+        ("AgeFileSource", lambda m: AgeFileSource({}, identities="k", missing=m)),
+        ("VaultSource", lambda m: VaultSource({}, missing=m)),
+        ("AwsSecretsSource", lambda m: AwsSecretsSource({}, missing=m)),
+    ],
+)
+def test_every_source_with_a_missing_choice_checks_it_one_way(kind: str, make: object) -> None:
+    """One check (``_missing``) for every source that takes ``missing``: the same words."""
+    for choice in ("raise", "unset"):
+        make(choice)  # type: ignore[operator]
+    with pytest.raises(ConfigurationError, match=f"^{kind}: missing must be 'raise' or 'unset'"):
+        make("skip")  # type: ignore[operator]
