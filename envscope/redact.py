@@ -27,7 +27,7 @@ envscope[redact]``), one pass over the text whatever the number of values.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from envscope.errors import ConfigurationError
@@ -128,12 +128,16 @@ def spellings(value: str) -> list[str]:
 
 
 class Redactor:
-    """Masks the values of ``secrets`` (``{NAME: value}``; shorter than ``FLOOR``: ignored)."""
+    """Masks the values of ``secrets`` (shorter than ``FLOOR``: ignored).
 
-    def __init__(self, secrets: Mapping[str, str]) -> None:
+    ``secrets`` is ``{NAME: value}``, or ``(NAME, value)`` pairs where one name
+    may hold several values (a launch value and a routed home's own).
+    """
+
+    def __init__(self, secrets: Mapping[str, str] | Iterable[tuple[str, str]]) -> None:
+        pairs_in = secrets.items() if isinstance(secrets, Mapping) else secrets
         first_name: dict[str, str] = {}
-        for name in sorted(secrets):
-            value = secrets[name]
+        for name, value in sorted(pairs_in):
             if not isinstance(value, str) or not isinstance(name, str):
                 raise ConfigurationError("Redactor: secrets must map names to string values")
             if len(value) >= FLOOR:
@@ -247,27 +251,31 @@ def for_host(
     Each entry of the host's process env, of the parent env a build in this
     context starts from (under ``routed(home)``: the home's ``.env``, its
     sources' values, the managed keys) and of ``child`` (an env the host
-    built: what it was granted counts) is decided by the one secret rule a
-    build for ``surface`` applies, as the host's own (the auditor's view, as
-    ``explain --show-values`` masks): a declared name, a source's credential,
-    a launch secret, a credential format, a credential by its name's context.
-    A value under a name a secret source supplied (at launch, or for the
-    routed home) is masked too, whatever the rule says of the name. Each is masked under its name.
+    built) is decided by the one secret rule a build for ``surface`` applies,
+    as the host's own (the auditor's view, as ``explain --show-values``
+    masks): a declared name, a source's credential, a launch secret, a
+    credential format, a credential by its name's context. Two carried facts
+    add to it, whatever the rule says of the name: a value under a name a
+    secret source supplied (at launch, or for the routed home), and a pair
+    of ``child`` a build handed over as given (a grant, a forced hand-over,
+    an MCP block entry: ``host.admitted``). A name holding different values
+    in these envs has each masked.
     """
     from envscope.pipeline.decision import decide
     from envscope.policy._layers import Layer
 
     rule = host.secret_rule(surface=surface)
     supplied = {name.upper() for name in host.source_names_here()}
-    secrets: dict[str, str] = {}
-    for env in (host.environ_snapshot(), host.parent_env(), dict(child or {})):
+    secrets: set[tuple[str, str]] = set()
+    given = dict(child or {})
+    for env in (host.environ_snapshot(), host.parent_env(), given):
         for key, value in env.items():
-            if key.upper() in supplied:  # a source's value: a secret whatever its name
-                secrets.setdefault(key, value)
+            if key.upper() in supplied or (env is given and host.admitted(key, value)):
+                secrets.add((key, value))
                 continue
             verdict = decide(rule, key, value, Layer.BASE)
             if verdict is not None and verdict.secret:
-                secrets.setdefault(key, value)
+                secrets.add((key, value))
     return Redactor(secrets)
 
 

@@ -63,7 +63,7 @@ def test_a_utf8_value_split_inside_a_character_is_masked() -> None:
 def test_no_value_in_its_repr_and_wrong_input_is_refused() -> None:
     assert GH not in repr(Redactor({"GH_TOKEN": GH}))
     with pytest.raises(ConfigurationError, match="string values"):
-        Redactor({"A": 12345678})  # type: ignore[dict-item]
+        Redactor({"A": 12345678})  # type: ignore[arg-type]
     stream = Redactor({"A": GH}).stream()
     stream.close()
     with pytest.raises(ConfigurationError, match="closed"):
@@ -139,7 +139,7 @@ SHAPED = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"  # a Stripe live key's format
 
 
 def _host(tmp_path: Path, environ: dict[str, str]) -> Host:
-    (tmp_path / "launch").mkdir(exist_ok=True)
+    (tmp_path / "launch").mkdir(parents=True, exist_ok=True)
     host = Host(tmp_path / "launch", environ=environ, catalog=Catalog.default())
     host.add_secret_source(StaticSource("vault", {"*": {"ACME_DSN": SOURCE_VALUE}}))
     host.load_launch_env()
@@ -251,3 +251,41 @@ def test_ascii_text_searched_as_bytes_answers_as_the_str_automaton(
         return
     assert text.isascii()
     assert masks.matches(text) == masks.automaton.find_matches_as_indexes(text)
+
+
+@pytest.mark.parametrize("how", ["grant", "force-prefix"])
+def test_a_value_handed_over_as_given_is_masked_whatever_its_name(tmp_path: Path, how: str) -> None:
+    """The build carries what it handed over as given (host.admitted): a granted or forced value
+    under a name no rule calls a secret is masked too; the same value not handed over is not."""
+    host = _host(tmp_path, {"PATH": os.defpath})
+    value = "handed-over-value-0123456789"
+    if how == "grant":
+        child = host.build_subprocess_env(extra={"HANDOFF": value}, grant=["HANDOFF"])
+    else:
+        child = host.build_subprocess_env(extra={"_ENVSCOPE_FORCE_HANDOFF": value})
+    assert child["HANDOFF"] == value
+    assert for_host(host, child).redact(value) == "[REDACTED:HANDOFF]"
+    fresh = _host(tmp_path / "fresh", {"PATH": os.defpath})  # admissions are per host
+    plain = fresh.build_subprocess_env(extra={"HANDOFF": value})
+    assert for_host(fresh, plain).redact(value) == value  # an ordinary extra value
+
+
+def test_a_name_holding_two_values_has_each_masked(tmp_path: Path) -> None:
+    """The launch OPENAI_API_KEY and a routed home's own: both are the host's secrets."""
+    launch, routed = tmp_path / "launch", tmp_path / "routed"
+    launch.mkdir()
+    routed.mkdir()
+    own = "sk-proj-" + "R1o2u3t4e5d6H7o8m9e0" * 2
+    (routed / ".env").write_text(f"OPENAI_API_KEY={own}\n")
+    host = Host(launch, environ={"PATH": os.defpath, "OPENAI_API_KEY": OPENAI},
+                catalog=Catalog.default())  # fmt: skip
+    host.load_launch_env()
+    with host.routed(routed):
+        out = for_host(host).redact(f"{OPENAI} {own}")
+    assert out == "[REDACTED:OPENAI_API_KEY] [REDACTED:OPENAI_API_KEY]"
+    assert (
+        Redactor([("A", "first-value-123"), ("A", "second-value-45")]).redact(
+            "first-value-123 second-value-45"
+        )
+        == "[REDACTED:A] [REDACTED:A]"
+    )
