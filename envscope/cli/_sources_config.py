@@ -173,6 +173,13 @@ def source_specs(
                     field=f"{where}.entries.{key}",
                     line=doc.lines.get(("sources", i, "entries", key)) or line,
                 )
+            if str(home) in entries:  # launch and its path, or a name and its path
+                raise ConfigFileError(
+                    path,
+                    f"{key!r} names a home another key of these entries already names",
+                    field=f"{where}.entries.{key}",
+                    line=doc.lines.get(("sources", i, "entries", key)) or line,
+                )
             entries[str(home)] = dict(names)
         options = _options(item, where, rel)
         spec = SourceSpec(item.type, options, entries, item.on_failure, item.ttl, where, line)

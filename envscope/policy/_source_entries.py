@@ -63,7 +63,13 @@ class _EntrySource:
                         f"{kind} {name!r}: entry {key!r} of {home!r} needs a variable name "
                         f"and {self._needs}"
                     )
-            checked[home if home == "*" else home_identity(home)] = dict(names)
+            identity = home if home == "*" else home_identity(home)
+            if identity in checked:  # two spellings of one home: one would vanish in silence
+                raise ConfigurationError(
+                    f"{kind} {name!r}: {home!r} names a home another key already names "
+                    f"({identity}): give its entries once"
+                )
+            checked[identity] = dict(names)
         self._name = name
         self._entries = checked
 

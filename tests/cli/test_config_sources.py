@@ -187,3 +187,13 @@ def test_sources_check_exits_0_when_every_name_is_answered(
 def test_sources_check_takes_no_host_factory(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sources", "check", "--host", "mod:attr"]) == 2
     assert "pass --config, not --host" in capsys.readouterr().err
+
+
+def test_two_keys_naming_one_home_are_an_error(tmp_path: Path) -> None:
+    """launch and its path: one key's entries would replace the other's in silence."""
+    path = _write(
+        tmp_path, "sources:\n  - {type: pass, entries: {launch: {A: a/x}, ./launch: {B: b/x}}}\n"
+    )
+    with pytest.raises(ConfigFileError, match="another key of these entries") as raised:
+        load_config(path)
+    assert raised.value.field == "sources[0].entries../launch"

@@ -401,3 +401,12 @@ def test_a_failure_left_unset_is_a_warning_of_that_home_s_traced_build(
     text = _report.format_explain(snapshot)
     assert "ACME_DSN: left unset" in text
     assert "dsn-value" not in text
+
+
+def test_two_spellings_of_one_home_are_an_error(tmp_path: Path) -> None:
+    """A path and a symlink to it name one home: entries are given once, never merged away."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    entries = {str(tmp_path / "real"): {"A": "a"}, str(tmp_path / "link"): {"B": "b"}}
+    with pytest.raises(ConfigurationError, match="another key already names"):
+        KeyringSource("svc", entries)
