@@ -120,7 +120,8 @@ class AwsSecretsSource(_EntrySource):
         """A Secrets Manager client over a session made from ``environ`` alone.
 
         The last client is kept while its inputs (the keys, the region, the endpoint,
-        the profile) are the same; any change makes a new one.
+        the profile) and the process are the same; any change, or a fork, makes a
+        new one.
         """
         import importlib.util
 
@@ -142,7 +143,8 @@ class AwsSecretsSource(_EntrySource):
             connect_timeout=self.timeout, read_timeout=self.timeout,
             retries={"total_max_attempts": 2, "mode": "standard"},
         )  # fmt: skip
-        key = (tuple(keys.values()), region, endpoint, environ.get("AWS_PROFILE"))
+        # the process too: a forked child must not share its parent's pooled connections
+        key = (os.getpid(), tuple(keys.values()), region, endpoint, environ.get("AWS_PROFILE"))
         kept = self._client_kept
         if kept is not None and kept[0] == key:
             return kept[1]  # a session and client cost ~40 ms: kept while the inputs hold
@@ -153,7 +155,7 @@ class AwsSecretsSource(_EntrySource):
                 region_name=region, profile_name=environ.get("AWS_PROFILE") or None,
             )  # fmt: skip
             client = session.client("secretsmanager", endpoint_url=endpoint, config=config)
-        except BotoCoreError as exc:  # no region, an unknown profile: its type says which
+        except (BotoCoreError, ValueError) as exc:  # no region, an unknown profile, a bad URL
             failure = SourceError(self._name, ref, f"no AWS client ({type(exc).__name__})")
         if failure is not None:
             raise failure

@@ -203,6 +203,7 @@ class VaultSource(_EntrySource):
         seen: Sequence[object] = (),
     ) -> dict[str, Any]:
         """One call to Vault's API: its JSON object, or a ``SourceError`` naming ``ref``."""
+        import http.client
         import urllib.error
         import urllib.parse
         import urllib.request
@@ -246,6 +247,9 @@ class VaultSource(_EntrySource):
             else:
                 kind = type(reason).__name__ if isinstance(reason, BaseException) else "error"
                 said = f"cannot reach Vault at {shown} ({kind})"
+            failure = SourceError(self._name, ref, said)
+        except http.client.HTTPException as exc:  # a reply cut short or not HTTP: no OSError
+            said = f"Vault at {shown} gave a broken answer ({type(exc).__name__})"
             failure = SourceError(self._name, ref, said)
         if failure is not None:  # raised outside the handler: no context kept
             raise failure

@@ -10,6 +10,7 @@ Secrets Manager. The error codes moto does not produce without an IAM setup
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -198,5 +199,31 @@ def test_the_client_is_made_again_only_when_its_inputs_change(endpoint: str) -> 
     source.fetch("/home")
     assert source._client_kept is first
     environ["AWS_SECRET_ACCESS_KEY"] = "a-rotated-secret-key-0123"
+    assert source.fetch("/home") == {"A": SECRETS["dev/github"]}
+    assert source._client_kept is not first
+
+
+def test_an_endpoint_that_is_no_url_is_a_source_error() -> None:
+    """boto3 raises a bare ValueError for it: a SourceError, so on_failure can choose."""
+    environ = {**KEYS, "AWS_REGION": "eu-west-1"}
+    source = AwsSecretsSource({"*": {"A": "dev/github"}}, endpoint_url="not a url", environ=environ)
+    with pytest.raises(SourceError, match=r"no AWS client \(ValueError\)") as raised:
+        source.fetch("/home")
+    assert raised.value.__context__ is None
+
+
+def test_a_forked_child_makes_its_own_client(
+    endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kept client's pooled connections are the parent's: another process makes a new one."""
+    environ = {**KEYS, "AWS_REGION": "eu-west-1"}
+    source = AwsSecretsSource({"*": {"A": "dev/github"}}, endpoint_url=endpoint, environ=environ)
+    source.fetch("/home")
+    first = source._client_kept
+    assert first is not None
+    source.fetch("/home")
+    assert source._client_kept is first  # the same process, the same inputs: kept
+    pid = os.getpid()
+    monkeypatch.setattr(os, "getpid", lambda: pid + 1)  # what a forked child sees
     assert source.fetch("/home") == {"A": SECRETS["dev/github"]}
     assert source._client_kept is not first

@@ -57,6 +57,12 @@ class FakeVault(BaseHTTPRequestHandler):
             self._answer(500, {"errors": [f"internal error for {self.headers['X-Vault-Token']}"]})
         elif mode == "garbage":
             self._answer(200, b"<html>proxy login</html>")
+        elif mode == "cut-short":  # a Content-Length longer than the body, then the end
+            self.send_response(200)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            self.wfile.write(b'{"data": {"data": {"token": "vault-gh-')
+            self.close_connection = True
         else:
             return False
         return True
@@ -151,6 +157,7 @@ def test_a_namespace_is_sent_and_the_host_s_proxy_is_not_used(
         ("echo", None, {}, "Vault answered 500: internal error for [masked]"),
         ("hang", None, {}, "did not answer within 1 s"),
         ("garbage", None, {}, "Vault's answer is no JSON object"),
+        ("cut-short", None, {}, "gave a broken answer (IncompleteRead)"),
         ("ok", None, {"VAULT_ADDR": "http://127.0.0.1:9"}, "cannot reach Vault at http://127.0.0.1:9"),
         ("ok", None, {"VAULT_ADDR": "vault.internal:8200"}, "VAULT_ADDR is not an http(s) address"),
         ("ok", None, {"VAULT_TOKEN": ""}, "no VAULT_TOKEN, nor VAULT_ROLE_ID and VAULT_SECRET_ID"),
@@ -162,8 +169,9 @@ def test_a_namespace_is_sent_and_the_host_s_proxy_is_not_used(
         ("ok", None, {"VAULT_CACERT": __file__}, "VAULT_CACERT holds no PEM certificate"),
     ],
     ids=["wrong-token", "no-secret", "no-field", "not-a-string", "kv-v1-mount", "sealed",
-         "error-echoes-the-token", "hang", "not-json", "refused", "no-scheme", "no-credentials",
-         "bad-approle", "no-ca-bundle", "ca-bundle-not-a-file", "ca-bundle-not-pem"],
+         "error-echoes-the-token", "hang", "not-json", "cut-short", "refused", "no-scheme",
+         "no-credentials", "bad-approle", "no-ca-bundle", "ca-bundle-not-a-file",
+         "ca-bundle-not-pem"],
 )  # fmt: skip
 def test_each_failure_is_a_source_error_without_a_value(
     vault: Any, mode: str, entries: dict[str, str] | None, env: dict[str, str], said: str
