@@ -261,8 +261,7 @@ def for_host(
     an MCP block entry: ``host.admitted``). A name holding different values
     in these envs has each masked.
     """
-    from envscope.pipeline.decision import decide
-    from envscope.policy._layers import Layer
+    from envscope.pipeline.decision import held_as_secret
 
     rule = host.secret_rule(surface=surface)
     supplied = {name.upper() for name in host.source_names_here()}
@@ -270,11 +269,11 @@ def for_host(
     given = dict(child or {})
     for env in (host.environ_snapshot(), host.parent_env(), given):
         for key, value in env.items():
-            if key.upper() in supplied or (env is given and host.admitted(key, value)):
-                secrets.add((key, value))
-                continue
-            verdict = decide(rule, key, value, Layer.BASE)
-            if verdict is not None and verdict.secret:
+            if (
+                key.upper() in supplied
+                or (env is given and host.admitted(key, value))
+                or held_as_secret(rule, key, value)
+            ):
                 secrets.add((key, value))
     return Redactor(secrets)
 

@@ -28,10 +28,9 @@ from envscope.errors import EnvscopeError, SnapshotError
 from envscope.files._fs import RealFileSystem
 from envscope.host import Host, home_identity
 from envscope.manifests._probe import RootKind
-from envscope.pipeline.decision import decide
+from envscope.pipeline.decision import held_as_secret
 from envscope.pipeline.secret_rule import SecretRule
 from envscope.policy._declarations import Problem
-from envscope.policy._layers import Layer
 from envscope.policy.surfaces import Surface
 from envscope.tools import _report
 from envscope.tools._snapshot import MAX_SNAPSHOT_BYTES, parse_snapshot
@@ -180,8 +179,7 @@ def _masker(built: Built, snap: dict[str, Any]) -> Callable[[str], bool]:
 
     def must_mask(key: str) -> bool:
         value = built.values.get(key, "")  # a key of the trace only: its name decides
-        verdict = decide(rule, key, value, Layer.BASE)
-        return verdict is not None and verdict.secret
+        return held_as_secret(rule, key, value)
 
     return must_mask
 

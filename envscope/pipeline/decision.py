@@ -55,7 +55,16 @@ if TYPE_CHECKING:
 
     from envscope.pipeline.secret_rule import SecretRule
 
-__all__ = ["CALLER_ORIGIN", "Exemption", "Verdict", "decide", "decide_all", "describe", "is_own"]
+__all__ = [
+    "CALLER_ORIGIN",
+    "Exemption",
+    "Verdict",
+    "decide",
+    "decide_all",
+    "describe",
+    "held_as_secret",
+    "is_own",
+]
 
 CALLER_ORIGIN = Origin(OriginKind.CALLER, "extra")  # where a caller's extra comes from
 
@@ -266,6 +275,17 @@ def decide(
         return None  # the child's own home
     own = is_own(rule, key, value, layer) if own is None else own and rule.routed
     return _decided(rule, key, value, layer, rule.secret_in(key, value, own=own), own)
+
+
+def held_as_secret(rule: SecretRule, key: str, value: str) -> bool:
+    """True when the host holds ``key=value`` as a secret: the auditor's view.
+
+    The entry is decided as the host's own (``Layer.BASE``), withheld or kept by
+    an exemption alike: what ``explain --show-values`` masks and what a host's
+    redactor masks (``envscope.redact.for_host``).
+    """
+    verdict = decide(rule, key, value, Layer.BASE)
+    return verdict is not None and verdict.secret
 
 
 def decide_all(rule: SecretRule, entries: Sequence[tuple[str, str, Layer]]) -> list[Verdict | None]:

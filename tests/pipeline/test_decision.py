@@ -173,7 +173,9 @@ def test_one_wording_of_a_withheld_entry(key: str, value: str, inherit: bool, sa
 PACKAGE = Path(__file__).resolve().parents[2] / "envscope"
 # The rule's own value search is asked by the decision function alone.
 ASKS_THE_RULE = {"pipeline/decision.py", "pipeline/secret_rule.py"}
-CONSUMERS = {"_guard.py", "testing.py", "cli/main.py", "pipeline/_sanitize.py", "mcp.py"}
+CONSUMERS = {
+    "_guard.py", "testing.py", "cli/main.py", "pipeline/_sanitize.py", "mcp.py", "redact.py"
+}  # fmt: skip
 
 
 def _calls(path: Path) -> set[str]:
@@ -198,8 +200,9 @@ def test_only_the_decision_function_decides_an_entry() -> None:
 
 @pytest.mark.parametrize("module", sorted(CONSUMERS))
 def test_each_consumer_asks_the_decision_function(module: str) -> None:
-    """Stage 4, the guard, envscope.testing, the CLI's masking and the MCP argv check call it."""
-    assert _calls(PACKAGE / module) & {"decide", "decide_all"}
+    """Stage 4, the guard, envscope.testing, the CLI's masking, the MCP argv check and a host's
+    redactor call it (``held_as_secret`` is its auditor's view, in the decision module)."""
+    assert _calls(PACKAGE / module) & {"decide", "decide_all", "held_as_secret"}
 
 
 # Routed to B, whose own scope holds a copy of the launch bot token and the launch
@@ -245,3 +248,23 @@ def test_own_is_the_layers_word_not_the_values(
     # the caller that knows better says so: an own entry of any layer answers to B alone
     mine = decide(rule, key, value, layer, own=True)
     assert mine is None or not mine.withheld or mine.reason is Reason.TIER1
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "held"),
+    [
+        ("OPENAI_API_KEY", "sk-proj-" + "Q1w2E3r4" * 5, True),  # a declared name
+        ("BUILD_LABEL", "sk_live_4eC39HqLyjWDarjtT1zdp7dc", True),  # a credential format
+        ("PAGER", "less -R", False),
+        ("BUILD_ID", "88808f71-16f2-4171-a874-cf4690045443", False),
+    ],
+)
+def test_held_as_secret_is_the_auditor_s_view_of_decide(key: str, value: str, held: bool) -> None:
+    """One function for explain --show-values and a host's redactor: decide as the host's own."""
+    from envscope.pipeline.decision import held_as_secret
+
+    host = Host(Path(__file__).parent, environ={"PATH": "/usr/bin"}, catalog=Catalog.default())
+    rule = host.secret_rule()
+    verdict = decide(rule, key, value, Layer.BASE)
+    assert held_as_secret(rule, key, value) is held
+    assert held is (verdict is not None and verdict.secret)
