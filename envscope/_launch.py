@@ -177,8 +177,10 @@ class LaunchState:
         self._unset_on_failure: set[int] = set()  # id() of the sources a failure leaves unset
         # id() of a source with a TTL -> home -> what it answered (a cachetools.TTLCache)
         self._fetches: dict[int, TTLCache[str, dict[str, str]]] = {}
-        # (source, home) -> the last failure left unset, and the names it left unset
-        self._failures: dict[tuple[str, str], tuple[SourceError, frozenset[str]]] = {}
+        # (id of the source, home) -> its last failure left unset there, with the names it
+        # left unset. By identity, not name: two sources may share a name, and one's
+        # answer must not erase the other's failure.
+        self._failures: dict[tuple[int, str], tuple[SourceError, frozenset[str]]] = {}
         self._dotenv_keys: set[str] = set()
         self._managed_keys: set[str] = set()
         self.managed_values: dict[str, str] | None = None
@@ -241,7 +243,7 @@ class LaunchState:
         fetched = self._fetch(source, home)
         if kept is not None:
             with self.lock:
-                if (source.name, home) in self._failures:
+                if (id(source), home) in self._failures:
                     return fetched  # a failure left unset is asked again, never kept
                 kept[home] = fetched
         return fetched
@@ -254,12 +256,12 @@ class LaunchState:
             with self.lock:
                 keep_going = id(source) in self._unset_on_failure
                 if keep_going:
-                    self._failures[(source.name, home)] = (err, declared_names_of(source, home))
+                    self._failures[(id(source), home)] = (err, declared_names_of(source, home))
             if not keep_going:
                 raise
             return {}
         with self.lock:
-            self._failures.pop((source.name, home), None)
+            self._failures.pop((id(source), home), None)
         return fetched
 
     def failures(self) -> tuple[SourceError, ...]:

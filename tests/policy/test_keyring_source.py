@@ -410,3 +410,18 @@ def test_two_spellings_of_one_home_are_an_error(tmp_path: Path) -> None:
     entries = {str(tmp_path / "real"): {"A": "a"}, str(tmp_path / "link"): {"B": "b"}}
     with pytest.raises(ConfigurationError, match="another key already names"):
         KeyringSource("svc", entries)
+
+
+def test_two_sources_of_one_name_keep_their_own_failures(tmp_path: Path) -> None:
+    """A source that fails and another of the same name that answers: the failure and its
+    warning stay (they were keyed by name, so the answer erased them)."""
+    launch = tmp_path / "A"
+    launch.mkdir()
+    host = Host(launch, environ={"PATH": "/usr/bin"}, catalog=Catalog.default())
+    host.add_secret_source(Failing(str(launch)), on_failure="unset")  # named "vault"
+    host.add_secret_source(StaticSource("vault", {"*": {"OTHER_SETTING": "fine-value-123"}}))
+    host.load_launch_env()
+    assert [f.reference for f in host.source_failures()] == ["secret/acme"]
+    trace = Trace()
+    host.build_subprocess_env(trace=trace)
+    assert [w.key for w in trace.context.warnings if w.kind == "source-unset"] == ["ACME_DSN"]
