@@ -31,6 +31,7 @@ from envscope.errors import (
     SpawnBlockedError,
 )
 from envscope.pipeline.decision import decide, describe
+from envscope.policy._cli_source import own_credentials
 from envscope.policy._layers import Layer
 
 if TYPE_CHECKING:
@@ -98,6 +99,12 @@ def _text(item: object) -> str | None:
     return None
 
 
+def _env_arg(event: str, args: tuple[object, ...]) -> object:
+    """The env argument of a spawn event as the caller passed it (None: inherited)."""
+    index = _ENV_ARG.get(event)
+    return args[index] if index is not None and len(args) > index else None
+
+
 def _env_of(event: str, args: tuple[object, ...]) -> tuple[Mapping[str, str], bool]:
     """The env the child gets and whether it is inherited implicitly (the process env).
 
@@ -107,8 +114,7 @@ def _env_of(event: str, args: tuple[object, ...]) -> tuple[Mapping[str, str], bo
     the spawn converts; an explicit env has its ``os.PathLike`` and bytes items
     decoded.
     """
-    index = _ENV_ARG.get(event)
-    env = args[index] if index is not None and len(args) > index else None
+    env = _env_arg(event, args)
     if env is None:
         return C_ENVIRON.inherited(snapshot_env(os.environ, "os.environ")), True
     if env is os.environ or env is getattr(os, "environb", None):
@@ -124,21 +130,30 @@ def _env_of(event: str, args: tuple[object, ...]) -> tuple[Mapping[str, str], bo
     return out, False
 
 
-def offences(host: Host, env: Mapping[str, str], *, implicit: bool) -> list[str]:
+def offences(
+    host: Host,
+    env: Mapping[str, str],
+    *,
+    implicit: bool,
+    source_own: frozenset[str] = frozenset(),
+) -> list[str]:
     """The keys of ``env`` that carry what a spawn in this context may not, sorted.
 
     Asked of the context's ``SecretRule``: an explicit env may carry a Tier 2
     credential (some child inherits credentials) and whatever a build handed
     over as given; an inherited env may carry no declared name and no
-    secret value at all. Each entry is ``KEY`` or ``KEY (the value of NAME)``.
+    secret value at all. ``source_own`` (the exemption ``source-own``) are the
+    credential names a secret source's own CLI call hands its client: passed in
+    that one spawn, every other entry of it checked. Each entry is ``KEY`` or
+    ``KEY (the value of NAME)``.
     """
     rule = host.secret_rule(inherit_credentials=not implicit)
     # the process env is a base; an explicit env's names are the host code's own
     layer = Layer.BASE if implicit else Layer.SPAWN
     found: list[str] = []
     for key, value in env.items():
-        if not implicit and host.admitted(key, value):
-            continue  # a build handed it over as given (a grant, an MCP block entry)
+        if not implicit and (key in source_own or host.admitted(key, value)):
+            continue  # a source's own CLI call, or a build handed it over as given
         verdict = decide(rule, key, value, layer)
         if verdict is not None and verdict.withheld:
             found.append(describe(rule, key, verdict))
@@ -190,7 +205,8 @@ def _on_spawn(event: str, args: tuple[object, ...]) -> None:
         return
     try:
         env, implicit = _env_of(event, args)
-        keys = offences(active.host, env, implicit=implicit)
+        own = own_credentials(_env_arg(event, args))
+        keys = offences(active.host, env, implicit=implicit, source_own=own)
     except _CHECK_FAILURES as exc:
         _on_failure(active, event, exc)
         return

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from envscope.errors import SourceError
@@ -39,6 +40,7 @@ __all__ = [
     "OnePasswordSource",
     "PassSource",
     "filtered_stderr",
+    "own_credentials",
     "run_source_cli",
 ]
 
@@ -46,6 +48,26 @@ STDERR_CHARS = 200
 """The most characters of a client's stderr a ``SourceError`` quotes (after filtering)."""
 
 _MASK = "[masked]"
+
+# The one spawn under way in this thread (or task) that is a source's own CLI call:
+# the very env object ``run_source_cli`` made, and its credential names. Set for the
+# ``Popen`` call alone and reset in a ``finally``: nothing outlives the spawn.
+_OWN_SPAWN: ContextVar[tuple[object, frozenset[str]] | None] = ContextVar(
+    "envscope_source_spawn", default=None
+)
+
+
+def own_credentials(env: object) -> frozenset[str]:
+    """The credential names a source's own CLI spawn hands over, when ``env`` is its env.
+
+    What the runtime guard exempts (``source-own``): only for the very env object
+    ``run_source_cli`` is spawning with, in this thread, during that ``Popen``
+    call; empty for any other spawn (a copy of that env, another thread, later).
+    """
+    under_way = _OWN_SPAWN.get()
+    if under_way is None or under_way[0] is not env:
+        return frozenset()
+    return under_way[1]
 
 
 def filtered_stderr(data: bytes, credentials: Mapping[str, str]) -> str:
@@ -91,6 +113,7 @@ def run_source_cli(
     # Each failure is raised outside its handler, so no SourceError carries a context
     # (a TimeoutExpired holds what the client printed so far: perhaps a value).
     failure: SourceError | None = None
+    spawning = _OWN_SPAWN.set((env, frozenset(credentials)))
     try:
         child = subprocess.Popen(
             list(argv), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -100,6 +123,8 @@ def run_source_cli(
         failure = SourceError(source, reference, f"{tool} is not installed")
     except OSError as exc:
         failure = SourceError(source, reference, f"{tool} could not start ({exc.strerror})")
+    finally:
+        _OWN_SPAWN.reset(spawning)
     if failure is not None:
         raise failure
     try:
