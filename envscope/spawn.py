@@ -170,8 +170,8 @@ def _check_captured(call: str, kwargs: Mapping[str, Any]) -> None:
         return
     raise ConfigurationError(
         f"envscope.spawn.{call}: redact_output=True needs the output captured "
-        "(capture_output=True, or stdout and stderr as subprocess.PIPE, DEVNULL or STDOUT): "
-        "output written to the caller's terminal cannot be masked"
+        "(stdout and stderr as subprocess.PIPE, DEVNULL or STDOUT, or capture_output=True "
+        "for run): output written to the caller's terminal or a file cannot be masked"
     )
 
 
@@ -185,9 +185,17 @@ def popen(
     inherit_credentials: bool = False,
     grant: Sequence[str] = (),
     trace: Trace | None = None,
+    redact_output: bool = False,
     **subprocess_kwargs: Any,
 ) -> subprocess.Popen[Any]:
-    """``subprocess.Popen(args, env=<built>, **subprocess_kwargs)``."""
+    """``subprocess.Popen(args, env=<built>, **subprocess_kwargs)``.
+
+    ``redact_output=True``: ``process.stdout`` and ``process.stderr`` are pipes
+    that carry what the child writes with every secret value the host holds
+    masked while it runs (``communicate()``, ``readline()`` and iteration
+    alike; ``envscope._masked_output``); both streams must be piped or sent
+    nowhere (``subprocess.PIPE``, ``DEVNULL``, ``STDOUT`` for stderr).
+    """
     env = _env(
         host,
         "popen",
@@ -199,7 +207,16 @@ def popen(
         grant=grant,
         trace=trace,
     )
-    return subprocess.Popen(args, env=env, **subprocess_kwargs)
+    if not redact_output:
+        return subprocess.Popen(args, env=env, **subprocess_kwargs)
+    from envscope._masked_output import mask_popen
+    from envscope.redact import for_host
+
+    _check_captured("popen", subprocess_kwargs)
+    redactor = for_host(host, env, surface=surface)
+    process = subprocess.Popen(args, env=env, **subprocess_kwargs)
+    mask_popen(process, redactor)
+    return process
 
 
 def call(
@@ -302,9 +319,14 @@ async def create_subprocess_exec(
     inherit_credentials: bool = False,
     grant: Sequence[str] = (),
     trace: Trace | None = None,
+    redact_output: bool = False,
     **kwargs: Any,
 ) -> asyncio.subprocess.Process:
-    """``asyncio.create_subprocess_exec(program, *args, env=<built>, **kwargs)``."""
+    """``asyncio.create_subprocess_exec(program, *args, env=<built>, **kwargs)``.
+
+    ``redact_output=True``: ``process.stdout`` and ``process.stderr`` receive what
+    the child writes with every secret value the host holds masked, as ``popen``'s.
+    """
     env = _env(
         host,
         "exec",
@@ -316,7 +338,9 @@ async def create_subprocess_exec(
         grant=grant,
         trace=trace,
     )
-    return await asyncio.create_subprocess_exec(program, *args, env=env, **kwargs)
+    if not redact_output:
+        return await asyncio.create_subprocess_exec(program, *args, env=env, **kwargs)
+    return await _masked_process(host, env, surface, "exec", (program, *args), kwargs)
 
 
 async def create_subprocess_shell(
@@ -329,9 +353,14 @@ async def create_subprocess_shell(
     inherit_credentials: bool = False,
     grant: Sequence[str] = (),
     trace: Trace | None = None,
+    redact_output: bool = False,
     **kwargs: Any,
 ) -> asyncio.subprocess.Process:
-    """``asyncio.create_subprocess_shell(cmd, env=<built>, **kwargs)``."""
+    """``asyncio.create_subprocess_shell(cmd, env=<built>, **kwargs)``.
+
+    ``redact_output=True``: the output masked while the child runs, as
+    ``create_subprocess_exec``'s.
+    """
     env = _env(
         host,
         "shell",
@@ -343,7 +372,39 @@ async def create_subprocess_shell(
         grant=grant,
         trace=trace,
     )
-    return await asyncio.create_subprocess_shell(cmd, env=env, **kwargs)
+    if not redact_output:
+        return await asyncio.create_subprocess_shell(cmd, env=env, **kwargs)
+    return await _masked_process(host, env, surface, "shell", cmd, kwargs)
+
+
+async def _masked_process(
+    host: Host,
+    env: dict[str, str],
+    surface: Surface | str,
+    call: str,
+    command: Any,
+    kwargs: dict[str, Any],
+) -> asyncio.subprocess.Process:
+    """What ``asyncio.create_subprocess_exec`` (``_shell``) does, through ``MaskingProtocol``.
+
+    ``command`` is the program and its arguments (``exec``) or the shell text.
+    """
+    from envscope._masked_output import MaskingProtocol
+    from envscope.redact import for_host
+
+    _check_captured(call, kwargs)
+    redactor = for_host(host, env, surface=surface)
+    loop = asyncio.get_running_loop()
+    limit = kwargs.pop("limit", 2**16)  # asyncio.streams' default
+
+    def protocol() -> MaskingProtocol:
+        return MaskingProtocol(redactor, limit, loop)
+
+    if call == "exec":
+        transport, made = await loop.subprocess_exec(protocol, *command, env=env, **kwargs)
+    else:
+        transport, made = await loop.subprocess_shell(protocol, command, env=env, **kwargs)
+    return asyncio.subprocess.Process(transport, made, loop)
 
 
 def in_context(fn: Callable[..., T]) -> Callable[..., T]:

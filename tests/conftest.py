@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import warnings
 from collections.abc import Callable, Generator, Iterator, Mapping
 from pathlib import Path
@@ -77,10 +78,18 @@ def make_host(homes: dict[str, Path]) -> HostFactory:
     return factory
 
 
+# What ``envscope run`` resets before it execs (``cli.main.restore_signals``): a test that
+# stubs the exec would leave the worker with SIGPIPE at its default, killed by any later
+# write to a closed pipe.
+_SIGNALS = tuple(getattr(signal, n) for n in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, n))
+
+
 @pytest.fixture(autouse=True)
 def _reset_process_state() -> Iterator[None]:
-    """Every test starts and ends with no default host and empty process-wide memos."""
+    """Every test starts and ends with no default host, empty process-wide memos, and
+    the signal dispositions it started with."""
     memos = (SCANS, PARSES, DOTENV_PARSES)
+    dispositions = [(number, signal.getsignal(number)) for number in _SIGNALS]
     envscope.configure(None)
     for memo in memos:
         memo.clear()
@@ -88,6 +97,9 @@ def _reset_process_state() -> Iterator[None]:
     envscope.configure(None)
     for memo in memos:
         memo.clear()
+    for number, disposition in dispositions:
+        if disposition is not None:  # None: set outside Python, left as it is
+            signal.signal(number, disposition)
 
 
 UNMEASURED = ("property", "no_cover")

@@ -42,6 +42,7 @@ LAYERS: dict[str, int] = {
     "testing_fs": 7,
     "_guard": 7,
     "_harden": 7,
+    "_masked_output": 7,
     "__init__": 8,
     "tools": 8,
     "cli": 9,

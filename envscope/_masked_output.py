@@ -1,0 +1,121 @@
+"""A child's output pipes masked while it runs: ``spawn.popen`` and the asyncio helpers.
+
+``mask_popen(process, redactor)`` puts a pump thread between each of the
+child's output pipes and the caller: it reads what the child wrote, masks it
+through a ``ByteStream`` (a value split across two reads is still masked) and
+writes what is released into a new pipe, whose read end becomes
+``process.stdout`` (or ``stderr``) in the mode the caller asked for. The
+caller holds real pipes, so ``communicate()`` (which polls file descriptors),
+``readline()`` and iteration see masked bytes only. A caller that closes its
+end stops the pump, which closes the child's end in turn (the child gets
+``SIGPIPE``, as it would have; the host never does, whatever its disposition).
+
+``MaskingProtocol`` is asyncio's subprocess protocol with the same stream
+masking before a byte reaches the ``StreamReader``: the reader's flow control
+(pausing the child's pipe while the caller does not read) is kept.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import threading
+from asyncio.subprocess import SubprocessStreamProtocol
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
+    import subprocess
+
+    from envscope.redact import ByteStream, Redactor
+
+__all__ = ["MaskingProtocol", "mask_popen"]
+
+_CHUNK = 65536
+
+
+def mask_popen(process: subprocess.Popen[Any], redactor: Redactor) -> None:
+    """Replace ``process.stdout`` and ``process.stderr`` (where piped) with masked pipes."""
+    for attr in ("stdout", "stderr"):
+        original: IO[Any] | None = getattr(process, attr)
+        if original is not None:
+            setattr(process, attr, _masked_pipe(original, redactor.byte_stream()))
+
+
+def _masked_pipe(original: IO[Any], stream: ByteStream) -> IO[Any]:
+    """A file object like ``original`` reading the masked bytes of what it would have read."""
+    read_end, write_end = os.pipe()
+    pump = threading.Thread(
+        target=_pump,
+        args=(original, write_end, stream),
+        name="envscope-redact-pump",
+        daemon=True,
+    )
+    pump.start()
+    binary = open(read_end, "rb")  # noqa: SIM115 - the caller owns it, as Popen's own
+    if isinstance(original, io.TextIOWrapper):
+        return io.TextIOWrapper(binary, encoding=original.encoding, errors=original.errors)
+    return binary
+
+
+def _pump(original: IO[Any], write_end: int, stream: ByteStream) -> None:
+    """Copy the child's pipe into ``write_end``, masked, until either side ends.
+
+    ``SIGPIPE`` is blocked in this thread: where the host process left it at its
+    default (a program that restored it), a write to the pipe the caller closed
+    would kill the host; blocked, the write fails with ``EPIPE`` and the pump stops.
+    """
+    blocked = _block_sigpipe()
+    source = original.fileno()
+    try:
+        while chunk := os.read(source, _CHUNK):
+            _write_all(write_end, stream.feed(chunk))
+        _write_all(write_end, stream.close())
+    except OSError:  # the caller closed its end (EPIPE), or the pipe broke: stop
+        if blocked and hasattr(signal, "sigtimedwait"):
+            signal.sigtimedwait({signal.SIGPIPE}, 0)  # the one the write raised, if any
+    finally:
+        os.close(write_end)
+        original.close()
+
+
+def _block_sigpipe() -> bool:
+    """Block ``SIGPIPE`` in the calling thread (POSIX); True when it is blocked."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - Windows has no SIGPIPE
+        return False
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
+    return True
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+class MaskingProtocol(SubprocessStreamProtocol):
+    """asyncio's subprocess stream protocol, each output pipe masked on its way in."""
+
+    def __init__(self, redactor: Redactor, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self._streams: dict[int, ByteStream] = {
+            1: redactor.byte_stream(),
+            2: redactor.byte_stream(),
+        }
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        stream = self._streams.get(fd)
+        if stream is not None and isinstance(data, bytes):
+            data = stream.feed(data)
+            if not data:
+                return
+        super().pipe_data_received(fd, data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        stream = self._streams.pop(fd, None)
+        if stream is not None:
+            rest = stream.close()  # released before the reader's end of file
+            if rest:
+                super().pipe_data_received(fd, rest)
+        super().pipe_connection_lost(fd, exc)
