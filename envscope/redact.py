@@ -14,9 +14,19 @@ several names is masked with the first name in sorted order.
   masked as if the text came whole; nothing is held back longer than the
   longest value (in any of its spellings) less one character (or byte).
 
+``Redactor(secrets, shapes=True)`` also masks every credential of a known
+format (``envscope.policy.formats``: a GitHub token, an AWS key, a JWT, a
+URL's password) that no value names, as ``[REDACTED:<format>]``. Where a value
+and a credential overlap, the masked region is their union (no part of
+either survives). A stream masks a credential split across chunks too: it
+holds back, besides the above, the line not yet ended (a credential does not
+span lines), at most ``SHAPE_HOLD`` characters (longer than any format's
+match).
+
 ``for_host(host, child)`` makes one from what a host holds: every value the
 host's one secret rule calls a secret, in its process env, in the context's
-parent env (a routed home's scope and sources) and in a child it built.
+parent env (a routed home's scope and sources) and in a child it built, and
+(``shapes=True``, the default there) every credential by its format.
 
 ``RedactingFilter(redactor)`` is a ``logging.Filter`` that masks each record's
 message (its arguments merged in), its exception and its stack text.
@@ -36,10 +46,12 @@ if TYPE_CHECKING:
     import logging
 
     from envscope.host import Host
+    from envscope.policy.formats import FormatTable
     from envscope.policy.surfaces import Surface
 
 __all__ = [
     "FLOOR",
+    "SHAPE_HOLD",
     "ByteStream",
     "RedactingFilter",
     "Redactor",
@@ -51,7 +63,14 @@ __all__ = [
 FLOOR = 8
 """The shortest value masked: a shorter one would mask ordinary words and numbers."""
 
+SHAPE_HOLD = 32_768
+"""The most of a line not yet ended a stream holds back for credential formats.
+
+Longer than any format's longest match (``tests/test_redact_shapes.py`` pins it),
+so a credential that arrives in pieces is masked whole."""
+
 T = TypeVar("T", str, bytes)
+Region = tuple[int, int, Any, bool]  # start, end, its mask, whether a format found it
 
 
 def _automaton(values: list[Any], as_bytes: bool) -> Any:
@@ -67,13 +86,21 @@ def _automaton(values: list[Any], as_bytes: bool) -> Any:
 
 
 class _Masks(Generic[T]):
-    """One kind of text (``str`` or ``bytes``): the values, their masks, the automaton."""
+    """One kind of text (``str`` or ``bytes``): the values, their masks, the automaton.
 
-    def __init__(self, pairs: list[tuple[T, T]], as_bytes: bool) -> None:
+    ``shapes`` is the credential format table when formats are masked too.
+    """
+
+    def __init__(
+        self, pairs: list[tuple[T, T]], as_bytes: bool, shapes: FormatTable | None = None
+    ) -> None:
         self.values: list[T] = [value for value, _ in pairs]
         self.masks: list[T] = [mask for _, mask in pairs]
         self.longest = max((len(v) for v in self.values), default=0)
         self.automaton = _automaton(self.values, as_bytes) if pairs else None
+        self.shapes = shapes
+        self.as_bytes = as_bytes
+        self.newline: T = b"\n" if as_bytes else "\n"  # type: ignore[assignment]
         # ASCII text (most output) is searched as bytes, about 1.6x faster: the same
         # values in the same order, so an index is the same value's, and a position
         # in ASCII bytes is the same position in the str. A non-ASCII value's UTF-8
@@ -94,13 +121,44 @@ class _Masks(Generic[T]):
         found: list[tuple[int, int, int]] = self.automaton.find_matches_as_indexes(text)
         return found
 
-    def masked(self, text: T, matches: list[tuple[int, int, int]], start: int, stop: int) -> T:
-        """``text[start:stop]`` with each of ``matches`` (all inside it) masked."""
+    def regions(self, text: T) -> list[Region]:
+        """What to mask in ``text``, in order: each value found, and each credential by format.
+
+        Without formats these are the values' leftmost-longest occurrences; with
+        them, a region where a value and a credential (or two credentials)
+        overlap is their union, masked with the leftmost's mask (a value's
+        before a format's at the same position: it names the key).
+        """
+        masks = self.masks
+        found: list[Region] = [(b, e, masks[i], False) for i, b, e in self.matches(text)]
+        if self.shapes is None:
+            return found
+        plain = text.decode("latin-1") if isinstance(text, bytes) else text  # same positions
+        shaped: list[Region] = [
+            (b, e, self._shape_mask(fmt.name), True) for fmt, b, e in self.shapes.spans(plain)
+        ]
+        if not shaped:
+            return found
+        merged: list[Region] = []
+        for region in sorted(found + shaped, key=lambda r: (r[0], r[3], -r[1])):
+            if merged and region[0] < merged[-1][1]:  # overlaps the last: one region
+                b, e, mask, shape = merged[-1]
+                merged[-1] = (b, max(e, region[1]), mask, shape or region[3])
+            else:
+                merged.append(region)
+        return merged
+
+    def _shape_mask(self, name: str) -> T:
+        mask = f"[REDACTED:{name}]"
+        return mask.encode() if self.as_bytes else mask  # type: ignore[return-value]
+
+    def masked(self, text: T, regions: list[Region], start: int, stop: int) -> T:
+        """``text[start:stop]`` with each of ``regions`` (all inside it) masked."""
         parts: list[T] = []
         at = start
-        for index, begin, end in matches:
+        for begin, end, mask, _ in regions:
             parts.append(text[at:begin])
-            parts.append(self.masks[index])
+            parts.append(mask)
             at = end
         parts.append(text[at:stop])
         return text[:0].join(parts)
@@ -132,9 +190,15 @@ class Redactor:
 
     ``secrets`` is ``{NAME: value}``, or ``(NAME, value)`` pairs where one name
     may hold several values (a launch value and a routed home's own).
+    ``shapes=True``: every credential of a known format is masked too.
     """
 
-    def __init__(self, secrets: Mapping[str, str] | Iterable[tuple[str, str]]) -> None:
+    def __init__(
+        self,
+        secrets: Mapping[str, str] | Iterable[tuple[str, str]],
+        *,
+        shapes: bool = False,
+    ) -> None:
         pairs_in = secrets.items() if isinstance(secrets, Mapping) else secrets
         first_name: dict[str, str] = {}
         for name, value in sorted(pairs_in):
@@ -144,37 +208,51 @@ class Redactor:
                 for spelling in spellings(value):
                     first_name.setdefault(spelling, name)
         pairs = sorted(first_name.items())
-        self._text: _Masks[str] = _Masks([(v, f"[REDACTED:{n}]") for v, n in pairs], False)
+        table = None
+        if shapes:
+            from envscope.policy.formats import format_table
+
+            table = format_table()
+        self.shapes = shapes
+        self._text: _Masks[str] = _Masks([(v, f"[REDACTED:{n}]") for v, n in pairs], False, table)
         self._text_names = [name for _, name in pairs]
         encoded: dict[bytes, str] = {}
         for value, name in pairs:
             encoded.setdefault(value.encode("utf-8"), name)
         byte_pairs = sorted(encoded.items())
         self._bytes: _Masks[bytes] = _Masks(
-            [(v, f"[REDACTED:{n}]".encode()) for v, n in byte_pairs], True
+            [(v, f"[REDACTED:{n}]".encode()) for v, n in byte_pairs], True, table
         )
         self._bytes_names = [name for _, name in byte_pairs]
         self.names = frozenset(first_name.values())
 
     def __repr__(self) -> str:
-        return f"Redactor({len(self._text.values)} values)"  # never a value
+        shapes = ", shapes" if self.shapes else ""
+        return f"Redactor({len(self._text.values)} values{shapes})"  # never a value
 
     def redact(self, text: str) -> str:
-        """``text`` with every value masked."""
+        """``text`` with every value (and with ``shapes``, every credential) masked."""
         masks = self._text
-        return masks.masked(text, masks.matches(text), 0, len(text))
+        return masks.masked(text, masks.regions(text), 0, len(text))
 
     def redact_bytes(self, data: bytes) -> bytes:
-        """``data`` with every value's UTF-8 masked."""
+        """``data`` with every value's UTF-8 (and with ``shapes``, every credential) masked."""
         masks = self._bytes
-        return masks.masked(data, masks.matches(data), 0, len(data))
+        return masks.masked(data, masks.regions(data), 0, len(data))
 
     def names_in(self, output: str | bytes) -> list[str]:
-        """The names whose values occur in ``output`` (sorted, each once): never a value."""
+        """The names whose values occur in ``output`` (sorted, each once): never a value.
+
+        With ``shapes``, the name of each credential format found too.
+        """
         if isinstance(output, bytes):
             found = {self._bytes_names[i] for i, _, _ in self._bytes.matches(output)}
+            text = output.decode("latin-1")
         else:
             found = {self._text_names[i] for i, _, _ in self._text.matches(output)}
+            text = output
+        if self._text.shapes is not None:
+            found |= {fmt.name for fmt, _, _ in self._text.shapes.spans(text)}
         return sorted(found)
 
     def stream(self) -> TextStream:
@@ -191,7 +269,11 @@ class _Stream(Generic[T]):
 
     A position is released once the text after it is as long as the longest
     value: no value starting there can reach past what has arrived, so the
-    leftmost-longest scan over the whole text would mark the same there.
+    leftmost-longest scan over the whole text would mark the same there. With
+    formats, a position is released once its line has ended too (or lies
+    ``SHAPE_HOLD`` back, longer than any format's match): no format's match
+    crosses a line end but Docker's ``"auth":`` row, whose match ends at a
+    closing quote, so a match starting on an ended line is whole.
     """
 
     def __init__(self, masks: _Masks[T], empty: T) -> None:
@@ -210,12 +292,15 @@ class _Stream(Generic[T]):
             raise ConfigurationError("this stream was closed")
         text = self._pending + chunk
         masks = self._masks
-        safe = len(text) - masks.longest + 1  # a value starting before this ends in text
+        end = len(text)
+        safe = end - masks.longest + 1  # a value starting before this ends in text
+        if masks.shapes is not None:  # the line not yet ended, bounded
+            safe = min(safe, max(text.rfind(masks.newline) + 1, end - SHAPE_HOLD))
         if safe <= 0:
             self._pending = text
             return text[:0]
-        done = [m for m in masks.matches(text) if m[1] < safe]
-        cut = max(safe, done[-1][2]) if done else safe
+        done = [r for r in masks.regions(text) if r[0] < safe]
+        cut = max(safe, done[-1][1]) if done else safe
         self._pending = text[cut:]
         return masks.masked(text, done, 0, cut)
 
@@ -223,7 +308,7 @@ class _Stream(Generic[T]):
         """The held text, masked; the stream takes no more."""
         self._closed = True
         text, self._pending = self._pending, self._pending[:0]
-        return self._masks.masked(text, self._masks.matches(text), 0, len(text))
+        return self._masks.masked(text, self._masks.regions(text), 0, len(text))
 
 
 class TextStream(_Stream[str]):
@@ -245,6 +330,7 @@ def for_host(
     child: Mapping[str, str] | None = None,
     *,
     surface: Surface | str = "terminal",
+    shapes: bool = True,
 ) -> Redactor:
     """A redactor of every secret value ``host`` holds in this context, and ``child``'s.
 
@@ -259,7 +345,8 @@ def for_host(
     secret source supplied (at launch, or for the routed home), and a pair
     of ``child`` a build handed over as given (a grant, a forced hand-over,
     an MCP block entry: ``host.admitted``). A name holding different values
-    in these envs has each masked.
+    in these envs has each masked. ``shapes``: every credential of a known
+    format is masked too, whoever holds it (a token a child fetched itself).
     """
     from envscope.pipeline.decision import held_as_secret
 
@@ -275,7 +362,7 @@ def for_host(
                 or held_as_secret(rule, key, value)
             ):
                 secrets.add((key, value))
-    return Redactor(secrets)
+    return Redactor(secrets, shapes=shapes)
 
 
 class RedactingFilter:
