@@ -44,9 +44,10 @@ from envscope.errors import ConfigurationError
 
 if TYPE_CHECKING:
     import logging
+    from collections.abc import Iterator
 
     from envscope.host import Host
-    from envscope.policy.formats import FormatTable
+    from envscope.policy.formats import CredentialFormat, FormatTable
     from envscope.policy.surfaces import Surface
 
 __all__ = [
@@ -73,26 +74,56 @@ T = TypeVar("T", str, bytes)
 Region = tuple[int, int, Any, bool]  # start, end, its mask, whether a format found it
 
 
-def _automaton(values: list[Any], as_bytes: bool) -> Any:
+def _automaton(values: list[Any], as_bytes: bool, *, every: bool = False) -> Any:
+    """An Aho–Corasick automaton of ``values``: leftmost-longest, or (``every``) overlapping."""
     try:
         import ahocorasick_rs
     except ImportError:
         raise ConfigurationError(
             "Redactor needs the ahocorasick-rs package (pip install envscope[redact])"
         ) from None
-    kind = ahocorasick_rs.MatchKind.LeftmostLongest
+    kind = ahocorasick_rs.MatchKind.Standard if every else ahocorasick_rs.MatchKind.LeftmostLongest
     make = ahocorasick_rs.BytesAhoCorasick if as_bytes else ahocorasick_rs.AhoCorasick
     return make(values, matchkind=kind)
+
+
+class _Shapes:
+    """The credential format table and automata of its prefixes (``str`` and ASCII bytes).
+
+    A format's match starts with its row's literal prefix, so the table's regex
+    is tried only where a prefix begins (``FormatTable.spans_at``), found in one
+    pass over the text with every occurrence, overlapping ones included.
+    """
+
+    def __init__(self, table: FormatTable) -> None:
+        prefixes = list(table.prefixes)
+        self.table = table
+        self.text = _automaton(prefixes, False, every=True)
+        self.bytes = _automaton([p.encode("ascii") for p in prefixes], True, every=True)
+
+    def spans(self, text: str | bytes) -> Iterator[tuple[CredentialFormat, int, int]]:
+        """Each credential in ``text`` (bytes: positions of their Latin-1 reading)."""
+        if isinstance(text, bytes):
+            found = self.bytes.find_matches_as_indexes(text, overlapping=True)
+            plain = text.decode("latin-1")  # one character per byte: the same positions
+        elif text.isascii():
+            found = self.bytes.find_matches_as_indexes(text.encode("ascii"), overlapping=True)
+            plain = text
+        else:
+            found = self.text.find_matches_as_indexes(text, overlapping=True)
+            plain = text
+        starts = sorted({start for _, start, _ in found})
+        return self.table.spans_at(plain, starts)
 
 
 class _Masks(Generic[T]):
     """One kind of text (``str`` or ``bytes``): the values, their masks, the automaton.
 
-    ``shapes`` is the credential format table when formats are masked too.
+    ``shapes`` finds credentials by format, when they are masked too.
     """
 
     def __init__(
-        self, pairs: list[tuple[T, T]], as_bytes: bool, shapes: FormatTable | None = None
+        self, pairs: list[tuple[T, T]], as_bytes: bool, shapes: _Shapes | None = None
     ) -> None:
         self.values: list[T] = [value for value, _ in pairs]
         self.masks: list[T] = [mask for _, mask in pairs]
@@ -133,9 +164,8 @@ class _Masks(Generic[T]):
         found: list[Region] = [(b, e, masks[i], False) for i, b, e in self.matches(text)]
         if self.shapes is None:
             return found
-        plain = text.decode("latin-1") if isinstance(text, bytes) else text  # same positions
         shaped: list[Region] = [
-            (b, e, self._shape_mask(fmt.name), True) for fmt, b, e in self.shapes.spans(plain)
+            (b, e, self._shape_mask(fmt.name), True) for fmt, b, e in self.shapes.spans(text)
         ]
         if not shaped:
             return found
@@ -212,7 +242,7 @@ class Redactor:
         if shapes:
             from envscope.policy.formats import format_table
 
-            table = format_table()
+            table = _Shapes(format_table())
         self.shapes = shapes
         self._text: _Masks[str] = _Masks([(v, f"[REDACTED:{n}]") for v, n in pairs], False, table)
         self._text_names = [name for _, name in pairs]
@@ -247,12 +277,10 @@ class Redactor:
         """
         if isinstance(output, bytes):
             found = {self._bytes_names[i] for i, _, _ in self._bytes.matches(output)}
-            text = output.decode("latin-1")
         else:
             found = {self._text_names[i] for i, _, _ in self._text.matches(output)}
-            text = output
         if self._text.shapes is not None:
-            found |= {fmt.name for fmt, _, _ in self._text.shapes.spans(text)}
+            found |= {fmt.name for fmt, _, _ in self._text.shapes.spans(output)}
         return sorted(found)
 
     def stream(self) -> TextStream:

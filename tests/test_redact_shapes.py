@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from envscope import Catalog, Host
 from envscope.policy.formats import format_table
-from envscope.redact import SHAPE_HOLD, Redactor, for_host
+from envscope.redact import SHAPE_HOLD, Redactor, _Shapes, for_host
 from envscope.spawn import run
 
 FORMATS = format_table().formats
@@ -149,3 +149,23 @@ def test_for_host_masks_a_credential_no_env_holds_and_a_child_printing_one(
     plain = run(host, ["python3", "-c", script], surface="terminal", stdout=subprocess.PIPE,
                 text=True)  # fmt: skip
     assert plain.stdout == f"token: {GH}\n"
+
+
+PIECES = st.one_of(
+    st.sampled_from(EXAMPLES),
+    st.sampled_from(EXAMPLES).map(lambda e: e[: len(e) // 2]),  # a credential cut short
+    st.sampled_from([fmt.prefix for fmt in FORMATS]),  # a prefix alone, overlapping others
+    st.text(alphabet="AKIAghp_sk-xoxb.=:/@ é€\n0123456789abcdef", max_size=20),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(PIECES, max_size=12))
+def test_spans_at_the_automatons_prefixes_answer_as_the_regex_search(pieces: list[str]) -> None:
+    """The fast search (regex tried where a prefix begins) ≡ the regex's own search."""
+    table = format_table()
+    shapes = _Shapes(table)
+    text = "".join(pieces)
+    assert list(shapes.spans(text)) == list(table.spans(text))
+    data = text.encode()
+    assert list(shapes.spans(data)) == list(table.spans(data.decode("latin-1")))
