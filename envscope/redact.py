@@ -200,18 +200,26 @@ def spellings(value: str) -> list[str]:
     JSON string escaping (as ``json.dumps`` writes it, with and without
     ``ensure_ascii``) and URL encoding (``quote`` with no safe characters, and
     ``quote_plus``): a token in a JSON log line or in a query string is masked
-    as the token itself is.
+    as the token itself is. A value of several lines is spelt with its line
+    ends as ``\n`` and as ``\r\n`` too (a terminal writes ``\r\n``; text mode
+    reads ``\n``), each form escaped as above.
     """
     import json
     from urllib.parse import quote, quote_plus
 
-    forms = [
-        value,
-        json.dumps(value, ensure_ascii=False)[1:-1],
-        json.dumps(value)[1:-1],
-        quote(value, safe=""),
-        quote_plus(value, safe=""),
-    ]
+    lines = [value]
+    if "\n" in value:
+        lf = value.replace("\r\n", "\n")
+        lines += [lf, lf.replace("\n", "\r\n")]
+    forms = []
+    for line in dict.fromkeys(lines):
+        forms += [
+            line,
+            json.dumps(line, ensure_ascii=False)[1:-1],
+            json.dumps(line)[1:-1],
+            quote(line, safe=""),
+            quote_plus(line, safe=""),
+        ]
     return list(dict.fromkeys(forms))
 
 

@@ -40,9 +40,16 @@ GH = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" * 2
         ({"P": "p@ss w/rd&1"}, "GET /?pw=p%40ss%20w%2Frd%261 and pw=p%40ss+w%2Frd%261",
          "GET /?pw=[REDACTED:P] and pw=[REDACTED:P]"),
         ({"P": "pässwörd-1"}, '"p\\u00e4ssw\\u00f6rd-1"', '"[REDACTED:P]"'),
+        ({"K": "key-line-one\nkey-line-two"}, "a\r\nkey-line-one\r\nkey-line-two\r\nb",
+         "a\r\n[REDACTED:K]\r\nb"),
+        ({"K": "key-line-one\r\nkey-line-two"}, "x key-line-one\nkey-line-two y",
+         "x [REDACTED:K] y"),
+        ({"K": "key-line-one\nkey-line-two"}, '{"k": "key-line-one\\r\\nkey-line-two"}',
+         '{"k": "[REDACTED:K]"}'),
     ],
     ids=["inside-text", "back-to-back", "floor", "longest-wins", "leftmost-wins",
-         "first-name", "unicode", "no-values", "json-escaped", "url-encoded", "json-ascii"],
+         "first-name", "unicode", "no-values", "json-escaped", "url-encoded", "json-ascii",
+         "lf-value-crlf-text", "crlf-value-lf-text", "crlf-json-escaped"],
 )  # fmt: skip
 def test_redact_table(secrets: dict[str, str], text: str, expected: str) -> None:
     redactor = Redactor(secrets)
