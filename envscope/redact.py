@@ -20,8 +20,8 @@ URL's password) that no value names, as ``[REDACTED:<format>]``. Where a value
 and a credential overlap, the masked region is their union (no part of
 either survives). A stream masks a credential split across chunks too: it
 holds back, besides the above, the line not yet ended (a credential does not
-span lines), at most ``SHAPE_HOLD`` characters (longer than any format's
-match).
+span lines), at most ``SHAPE_HOLD`` characters (the longest match a format
+may have).
 
 ``for_host(host, child)`` makes one from what a host holds: every value the
 host's one secret rule calls a secret, in its process env, in the context's
@@ -41,6 +41,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from envscope.errors import ConfigurationError
+from envscope.policy.formats import MAX_MATCH
 
 if TYPE_CHECKING:
     import logging
@@ -64,11 +65,11 @@ __all__ = [
 FLOOR = 8
 """The shortest value masked: a shorter one would mask ordinary words and numbers."""
 
-SHAPE_HOLD = 32_768
+SHAPE_HOLD = MAX_MATCH
 """The most of a line not yet ended a stream holds back for credential formats.
 
-Longer than any format's longest match (``tests/test_redact_shapes.py`` pins it),
-so a credential that arrives in pieces is masked whole."""
+The longest match any format may have (``policy.formats.MAX_MATCH``, pinned per
+row), so a credential that arrives in pieces is masked whole."""
 
 T = TypeVar("T", str, bytes)
 Region = tuple[int, int, Any, bool]  # start, end, its mask, whether a format found it
@@ -307,7 +308,7 @@ class _Stream(Generic[T]):
     value: no value starting there can reach past what has arrived, so the
     leftmost-longest scan over the whole text would mark the same there. With
     formats, a position is released once its line has ended too (or lies
-    ``SHAPE_HOLD`` back, longer than any format's match): no format's match
+    ``SHAPE_HOLD`` back, the longest any format's match may be): no format's match
     crosses a line end but Docker's ``"auth":`` row, whose match ends at a
     closing quote, so a match starting on an ended line is whole.
     """

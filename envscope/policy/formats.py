@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FILTERS",
     "FORMATS_SOURCE",
+    "MAX_MATCH",
     "Checksum",
     "CredentialFormat",
     "FormatTable",
@@ -54,6 +55,10 @@ __all__ = [
 ]
 
 FORMATS_SOURCE = "envscope/policy/data/credential_formats.yaml"
+MAX_MATCH = 20_000
+"""No row matches more characters (``tests/policy/test_formats.py`` pins every row's
+width): a search attempt is bounded, and a stream that holds this much back
+(``envscope.redact``) sees any credential whole."""
 MAX_FORMATS_BYTES = 128 * 1024
 # A row is anchored at the start of a run of these characters: the character
 # before its prefix (and, by default, after its end) is not one of them.

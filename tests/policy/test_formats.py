@@ -18,6 +18,7 @@ from envscope.errors import CatalogError
 from envscope.policy._catalog_doc import FORMATS_DOC_PATH, render_formats
 from envscope.policy.formats import (
     FILTERS,
+    MAX_MATCH,
     TOKEN_CHARS,
     Checksum,
     CredentialFormat,
@@ -352,11 +353,11 @@ def test_one_mib_value_is_one_pass(value: str) -> None:
 
 @pytest.mark.parametrize("fmt", ROWS, ids=IDS)
 def test_every_row_has_a_bounded_width(fmt: CredentialFormat) -> None:
-    """No row can match more than 20,000 characters: each search attempt is bounded."""
+    """No row can match more than ``MAX_MATCH`` characters: each search attempt is bounded."""
     from re import _parser  # type: ignore[attr-defined]  # the regex parser (3.11+)
 
     low, high = _parser.parse(fmt.regex).getwidth()
-    assert 0 < low <= high <= 20_000, (fmt.name, low, high)
+    assert 0 < low <= high <= MAX_MATCH, (fmt.name, low, high)
 
 
 def test_a_credential_after_a_mebibyte_is_found() -> None:
