@@ -9,6 +9,7 @@ alone (nothing else changes), and no example or value survives.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 import os
@@ -50,6 +51,32 @@ def test_each_formats_example_is_masked_whole_in_bytes_and_streamed(fmt: object)
     assert Redactor({}).redact(text) == text  # without shapes: unchanged
     assert shaped.names_in(text)
     assert Redactor({}).names_in(text) == []
+
+
+RUN_BEFORE = [fmt for fmt in FORMATS if fmt.run_before is not None]
+
+
+@pytest.mark.parametrize("fmt", RUN_BEFORE, ids=[fmt.name for fmt in RUN_BEFORE])
+def test_a_token_that_begins_before_its_prefix_is_masked_from_its_start(fmt: object) -> None:
+    """A Telegram bot id, a Mailchimp key's hex: the run before the prefix is the token's."""
+    from envscope.policy._cli_source import filtered_stderr
+
+    example = fmt.example  # type: ignore[attr-defined]
+    run = example.split(fmt.prefix)[0][-fmt.run_before.min :]  # type: ignore[attr-defined]
+    text = f"before {example} after"
+    assert run not in Redactor({}, shapes=True).redact(text)
+    assert run not in filtered_stderr(text.encode(), {})  # a source CLI's quoted stderr
+
+
+def test_a_stream_searches_from_a_lines_start_so_a_tokens_left_context_is_kept() -> None:
+    """A long value's hold-back ends inside a line: the release goes back to the line's start."""
+    mailchimp = next(fmt.example for fmt in FORMATS if fmt.name == "mailchimp-api-key")
+    redactor = Redactor({"LONG": "long-host-secret-value-" + "x" * 40}, shapes=True)
+    text = f"{mailchimp} and more words here\nnext line\n"
+    stream = redactor.stream()
+    out = stream.feed(text) + stream.close()
+    assert out == redactor.redact(text)
+    assert mailchimp[:32] not in out
 
 
 def test_every_formats_longest_match_fits_in_what_a_stream_holds() -> None:
@@ -169,3 +196,20 @@ def test_spans_at_the_automatons_prefixes_answer_as_the_regex_search(pieces: lis
     assert list(shapes.spans(text)) == list(table.spans(text))
     data = text.encode()
     assert list(shapes.spans(data)) == list(table.spans(data.decode("latin-1")))
+
+
+def test_the_format_automata_are_kept_per_table_and_follow_a_reset(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a table cache of its own: the worker's shared table stays the one it has."""
+    import envscope.policy.formats as formats
+    from envscope.redact import _shapes_of
+
+    monkeypatch.setattr(formats, "format_table", functools.cache(formats.format_table.__wrapped__))
+    first = _shapes_of(formats.format_table())
+    assert _shapes_of(formats.format_table()) is first  # the next redactor builds nothing
+    formats.reset_table()
+    again = _shapes_of(formats.format_table())
+    assert again is not first
+    assert again.table is formats.format_table()
+    assert Redactor({}, shapes=True).redact(f"x {GH} y") == f"x [REDACTED:{_name(GH)}] y"

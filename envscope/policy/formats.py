@@ -263,8 +263,10 @@ class FormatTable:
         """Each format found in ``value``, left to right: ``(format, start, end)``.
 
         A URL whose userinfo holds a token of another row is that row's match
-        (it names the credential better); a match is searched for again past
-        the end of the one before.
+        (it names the credential better); a row whose token begins before its
+        prefix (``run_before``: a Telegram bot id, a Mailchimp key's hex) starts
+        where that run does; a match is searched for again past the end of the
+        one before.
         """
         search = self.regex.search
         return self._spans(value, lambda pos: search(value, pos))
@@ -313,7 +315,7 @@ class FormatTable:
             if filtered(fmt, token) is not None:  # a stand-in, not a credential
                 pos = start + 1
                 continue
-            found = (fmt, start, m.end())
+            found = (fmt, start - len(run), m.end())  # the run before the prefix is the token's
             if fmt.prefix in _URL_PREFIXES:
                 # A URL's userinfo: the token inside it, if any, names the credential better.
                 inner = self.find(value[start + len(fmt.prefix) : m.end()])
