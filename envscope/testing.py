@@ -272,7 +272,8 @@ def assert_output_redacted(
     (default the bound home, else the launch home) and ``child`` (the env the
     output's child ran with: what it was granted counts): every value the
     host's one secret rule calls a secret, and every value a source supplied,
-    of 8 characters or more, in any of its spellings (JSON, URL-encoded).
+    of 8 characters or more, in any of its spellings (JSON, URL-encoded), and
+    any credential of a known format (named by its format).
     """
     __tracebackhide__ = True
     from envscope.redact import for_host

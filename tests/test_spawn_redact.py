@@ -105,3 +105,14 @@ def test_the_pytest_helper_names_each_secret_in_output_and_passes_masked_output(
         assert_output_redacted(printed.encode(), host=host, child=child)
     masked = _run(host, PRINTS, capture_output=True, text=True, redact_output=True)
     assert_output_redacted(f"{masked.stdout}{masked.stderr}", host=host, child=child)
+
+
+def test_the_pytest_helper_names_a_credential_by_its_format(host: Host) -> None:
+    """A token no env holds (the child fetched it) is named by its format, never quoted."""
+    from envscope.policy.formats import format_table
+    from envscope.testing import assert_output_redacted
+
+    stripe = next(f for f in format_table().formats if f.name.startswith("stripe"))
+    with pytest.raises(AssertionError, match=f"output holds 1 secret: {stripe.name}$") as raised:
+        assert_output_redacted(f"fetched {stripe.example}\n", host=host)
+    assert stripe.example not in str(raised.value)
