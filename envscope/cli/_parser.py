@@ -18,9 +18,13 @@ SURFACES = [s.value for s in Surface]
 ONLY = ("removed", "kept")
 COLOR = ("auto", "always", "never")
 
+DOCS_URL = "https://github.com/envscope/envscope/tree/main/docs"
+"""Where the documentation lives (pyproject's ``Documentation`` URL): a pip install has no docs/."""
+
 _EPILOG = (
     "Exit codes: 0 ok, 1 findings, 2 usage or I/O error (run: 126 not executable, "
-    "127 not found). Values are never printed unless --show-values. See docs/cli.md."
+    "127 not found). Values are never printed unless --show-values. "
+    f"Documentation: {DOCS_URL}/cli.md"
 )
 _CONFIG_HELP = "host config file (default: $ENVSCOPE_CONFIG, else ./envscope.yaml)"
 _HOST_HELP = (
