@@ -26,7 +26,7 @@ import sys
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 
-from envscope.errors import ConfigurationError, FileError
+from envscope.errors import ConfigurationError, EnvscopeError, FileError
 from envscope.files._fs import read_regular_file
 from envscope.host import Host
 
@@ -82,17 +82,82 @@ def read_process_environ(pid: str, *, proc_root: str = "/proc") -> dict[str, str
     return environ
 
 
+# What the host's own code (its module's import, its factory) may raise: every family of
+# Python's built-in exceptions, and envscope's. Each is one error line naming the type and
+# where, never the exception's message (it may quote a value) nor a traceback.
+_HOST_CODE_FAILURES: tuple[type[BaseException], ...] = (
+    ArithmeticError,
+    AssertionError,
+    AttributeError,
+    BufferError,
+    EOFError,
+    EnvscopeError,
+    ImportError,
+    LookupError,
+    NameError,
+    OSError,
+    ReferenceError,
+    RuntimeError,
+    StopIteration,
+    SyntaxError,
+    SystemError,
+    TypeError,
+    ValueError,
+    Warning,
+)
+
+
+def _failure_of(spec: str, doing: str, exc: BaseException) -> ConfigurationError:
+    """One line for an exception of the host's code: its type and where, never its message."""
+    if isinstance(exc, SyntaxError):  # its text is a source line: the file and line only
+        where = f"{exc.filename or '?'}, line {exc.lineno or '?'}"
+        return ConfigurationError(
+            f"--host: {spec}: {doing} failed: {type(exc).__name__} at {where}"
+        )
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        return ConfigurationError(f"--host: {spec}: {doing} failed: no module named {exc.name!r}")
+    return ConfigurationError(
+        f"--host: {spec}: {doing} raised {type(exc).__name__} "
+        "(its message is not shown: it may hold a value)"
+    )
+
+
+def _needs_arguments(factory: Callable[..., object]) -> list[str]:
+    """The parameters ``factory`` cannot be called without (none: a no-argument factory)."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (a builtin): called as it is
+        return []
+    required = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [
+        p.name
+        for p in parameters
+        if p.default is inspect.Parameter.empty
+        and (p.kind in required or p.kind is inspect.Parameter.KEYWORD_ONLY)
+    ]
+
+
 def load_host_factory(spec: str) -> Host:
-    """The ``Host`` named by ``MODULE:ATTR`` (an instance, or a no-argument factory)."""
+    """The ``Host`` named by ``MODULE:ATTR`` (an instance, or a no-argument factory).
+
+    Any failure is a ``ConfigurationError`` (one line, exit 2): a module that
+    cannot be imported or has a syntax error, an attribute it lacks, a factory
+    that needs arguments or raises, or an object that is no ``Host``.
+    """
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ConfigurationError(f"--host: {spec!r} is not MODULE:ATTR (e.g. myhost.app:host)")
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `python -m` and uvicorn do
+    failure: ConfigurationError | None = None
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigurationError(f"--host: cannot import {module_name!r}: {exc}") from None
+    except _HOST_CODE_FAILURES as exc:
+        failure = _failure_of(spec, f"importing {module_name!r}", exc)
+    if failure is not None:  # raised outside the handler: no traceback, no context
+        raise failure
     target: object = module
     for part in attr.split("."):
         try:
@@ -100,8 +165,19 @@ def load_host_factory(spec: str) -> Host:
         except AttributeError:
             raise ConfigurationError(f"--host: {module_name!r} has no attribute {attr!r}") from None
     if not isinstance(target, Host) and callable(target):
+        needs = _needs_arguments(target)
+        if needs:
+            raise ConfigurationError(
+                f"--host: {spec} needs arguments ({', '.join(needs)}): name a Host, "
+                "or a factory that takes none"
+            )
         factory: Callable[[], object] = target
-        target = factory()
+        try:
+            target = factory()
+        except _HOST_CODE_FAILURES as exc:
+            failure = _failure_of(spec, "the factory", exc)
+        if failure is not None:
+            raise failure
     if not isinstance(target, Host):
         raise ConfigurationError(
             f"--host: {spec} is a {type(target).__name__}, not an envscope Host "

@@ -389,7 +389,7 @@ def test_host_factory_with_pid_reads_the_process_env(
 @pytest.mark.parametrize(
     ("spec", "words"),
     [("nocolon", "is not MODULE:ATTR"), (":host", "is not MODULE:ATTR"),
-     ("no_such_module_xyz:host", "cannot import 'no_such_module_xyz'"),
+     ("no_such_module_xyz:host", "no module named 'no_such_module_xyz'"),
      ("{mod}:missing", "has no attribute 'missing'"),
      ("{mod}:not_a_host", "is a int, not an envscope Host")],
     ids=["no-colon", "no-module", "no-such-module", "no-attribute", "not-a-host"],
@@ -402,6 +402,43 @@ def test_host_factory_mistakes_are_exit_2(
     err = capsys.readouterr().err
     assert err.startswith("envscope: error: --host: ")
     assert words in err
+
+
+SECRET = "host-code-secret-value-0123456789"
+BROKEN_HOSTS = {
+    "factory raises": (f"def make():\n    raise RuntimeError({SECRET!r})\n", "make",
+                       "the factory raised RuntimeError"),
+    "factory raises its own error": (
+        f"class Oops(ValueError):\n    pass\n\ndef make():\n    raise Oops({SECRET!r})\n",
+        "make", "the factory raised Oops"),
+    "factory needs an argument": ("def make(config):\n    return config\n", "make",
+                                  "needs arguments (config)"),
+    "factory needs a keyword": ("def make(*, token):\n    return token\n", "make",
+                                "needs arguments (token)"),
+    "syntax error": (f"x = {SECRET!r} +\n", "make", "SyntaxError at "),
+    "indentation error": ("def make():\nreturn 1\n", "make", "IndentationError at "),
+    "import raises": (f"raise KeyError({SECRET!r})\n", "make", "raised KeyError"),
+    "a missing dependency": ("import no_such_dependency_xyz\n", "make",
+                             "no module named 'no_such_dependency_xyz'"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", BROKEN_HOSTS)
+def test_a_broken_host_is_one_line_exit_2_no_traceback_no_value(tmp_path: Path, case: str) -> None:
+    """--host over code that fails in any way: one error line, exit 2, nothing it quoted."""
+    source, attr, words = BROKEN_HOSTS[case]
+    (tmp_path / "broken_host.py").write_text(source)
+    done = subprocess.run(
+        [sys.executable, "-m", "envscope", "explain", "--host", f"broken_host:{attr}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("envscope: error: --host: broken_host:")
+    assert words in done.stderr
+    assert "Traceback" not in done.stderr
+    assert SECRET not in done.stderr + done.stdout
 
 
 @pytest.mark.parametrize("where", ["before", "after"])
