@@ -26,6 +26,11 @@ No message ever holds a variable's *value*: only keys, paths, lines and fields.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 __all__ = [
     "CatalogError",
     "ConfigFileError",
@@ -62,7 +67,12 @@ class RoutingError(ConfigurationError):
 
 
 class FileError(EnvscopeError):
-    """An error about a file; ``path``, ``line`` and ``field`` say where."""
+    """An error about a file; ``path``, ``line`` and ``field`` say where.
+
+    ``more`` are the file's other problems (each an error of its own, found in
+    the same read: a schema reports every field it rejects); the message counts
+    them, and ``problems`` is this one and the rest, in the file's order.
+    """
 
     def __init__(
         self,
@@ -71,17 +81,26 @@ class FileError(EnvscopeError):
         *,
         line: int | None = None,
         field: str | None = None,
+        more: Sequence[FileError] = (),
     ) -> None:
         self.path = str(path)
         self.line = line
         self.field = field
         self.message = message
+        self.more = tuple(more)
         super().__init__(self._render())
+
+    @property
+    def problems(self) -> tuple[FileError, ...]:
+        """Every problem of the read: this one first, then ``more``."""
+        return (self, *self.more)
 
     def _render(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
         field = f"{self.field}: " if self.field else ""
-        text = f"{where}: {field}{self.message}"
+        count = len(self.more)
+        more = f" (and {count} more problem{'s' if count > 1 else ''})" if count else ""
+        text = f"{where}: {field}{self.message}{more}"
         # A control character (a newline, a NUL, an escape), in the path or in a path the
         # message quotes, is shown escaped: a message is one line and writes no terminal control.
         return text if text.isprintable() else _escaped(text)

@@ -18,6 +18,15 @@ SURFACES = [s.value for s in Surface]
 ONLY = ("removed", "kept")
 COLOR = ("auto", "always", "never")
 
+
+class UsageError(Exception):
+    """A command-line mistake (exit code 2, or ``code``: 126/127 for ``run``)."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 DOCS_URL = "https://github.com/envscope/envscope/tree/main/docs"
 """Where the documentation lives (pyproject's ``Documentation`` URL): a pip install has no docs/."""
 

@@ -21,29 +21,20 @@ from typing import Any
 
 from envscope import __version__
 from envscope.audit.trace import Trace
-from envscope.cli._parser import SURFACES, missing_operand, parser
+from envscope.cli._parser import SURFACES, UsageError, missing_operand, parser
+from envscope.cli._plugin_scan import scan_plugin
 from envscope.cli._source import HostSource
 from envscope.cli.config import HostConfig, find_config, load_config
 from envscope.errors import EnvscopeError, SnapshotError
 from envscope.files._fs import RealFileSystem
 from envscope.host import Host, home_identity
-from envscope.manifests._probe import RootKind
 from envscope.pipeline.decision import held_as_secret
 from envscope.pipeline.secret_rule import SecretRule
-from envscope.policy._declarations import Problem
 from envscope.policy.surfaces import Surface
 from envscope.tools import _report
 from envscope.tools._snapshot import MAX_SNAPSHOT_BYTES, parse_snapshot
 
 __all__ = ["main"]
-
-
-class UsageError(Exception):
-    """A command-line mistake (exit code 2, or ``code``: 126/127 for ``run``)."""
-
-    def __init__(self, message: str, code: int = 2) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,76 +285,9 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     return 1 if entries else 0
 
 
-def _read_plugin_manifest(directory: str) -> tuple[str, bytes]:
-    """``plugin.yaml``, else ``plugin.yml``, through the one non-blocking reader."""
-    from envscope.files._fs import read_regular_file
-    from envscope.manifests._schema import MAX_MANIFEST_BYTES
-
-    for name in ("plugin.yaml", "plugin.yml"):
-        path = os.path.join(directory, name)
-        try:
-            data = read_regular_file(path, MAX_MANIFEST_BYTES)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise UsageError(f"{path}: cannot read manifest: {exc.strerror}") from None
-        if data is None:
-            raise UsageError(
-                f"{path}: not a regular file (a FIFO, directory, socket or device): not read"
-            )
-        return path, data
-    raise UsageError(f"{directory}: no plugin.yaml or plugin.yml")
-
-
-def _root_of(directory: str) -> RootKind | None:
-    """The plugin root a directory sits in by its place: ``plugins/platforms/``, ``plugins/``."""
-    parent = os.path.dirname(os.path.abspath(directory))
-    if os.path.basename(parent) == "platforms" and os.path.basename(os.path.dirname(parent)) == (
-        "plugins"
-    ):
-        return RootKind.PLATFORMS
-    return RootKind.FLAT if os.path.basename(parent) == "plugins" else None
-
-
-def _scan_plugin(directory: str) -> _report.ScanReport:
-    """What a host declares from one plugin directory: the host's own rule (``counting``).
-
-    In a home's ``plugins/platforms/`` or ``plugins/`` the directory is judged
-    as the host judges it there; anywhere else (a plugin's source tree) the
-    report says what each place would make of it.
-    """
-    from envscope.errors import ManifestError
-    from envscope.manifests._counting import counting
-    from envscope.manifests._schema import parse_manifest
-
-    path, data = _read_plugin_manifest(directory)
-    try:
-        manifest = parse_manifest(data, path)
-    except ManifestError as exc:
-        problem = Problem(exc.path, exc.message, exc.line, exc.field)
-        return _report.ScanReport(directory, {}, [problem])
-    names = [e.name for e in manifest.entries if e.is_secret]
-    root = _root_of(directory)
-    flat = counting(RootKind.FLAT, manifest)
-    if root is None:
-        note = (
-            "in a home's plugins/platforms/: its secrets are declared; "
-            f"as a flat plugins/{os.path.basename(os.path.abspath(directory))}/: {flat.reason}"
-        )
-        verdict = flat
-    else:
-        verdict = counting(root, manifest)
-        note = verdict.reason
-    problems = []
-    if verdict.problem is not None:
-        problems.append(Problem(path, verdict.problem, manifest.kind_line, "kind"))
-    secrets = {path: names} if verdict.declares or root is None else {}
-    return _report.ScanReport(directory, secrets, problems, {path: note})
-
-
 def _cmd_scan(args: argparse.Namespace) -> int:
     if args.plugin:
-        reports = [_scan_plugin(args.plugin)]
+        reports = [scan_plugin(args.plugin)]
     else:
         audited = _audited(args, load=False)
         host = audited.host

@@ -331,12 +331,25 @@ def _redact(text: str) -> str:
     return _QUOTED.sub("'…'", text)
 
 
-def _failure(exc: Exception, path: str, error: type[FileError]) -> FileError:
-    """The typed error for a parser failure, built from its position and redacted words only."""
+def _failure(exc: Exception, path: str, error: type[FileError], text: str = "") -> FileError:
+    """The typed error for a parser failure, built from its position and redacted words only.
+
+    A tab where the parser stopped (YAML indents with spaces only) is named as a
+    tab, with its line and column: the parser's own words ("found character that
+    cannot start any token") do not say which character.
+    """
     if isinstance(exc, RecursionError):
         return error(path, f"nesting is deeper than {MAX_DEPTH} levels")
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
+        index = getattr(mark, "index", -1)
+        if mark is not None and 0 <= index < len(text) and text[index] == "\t":
+            return error(
+                path,
+                f"invalid YAML: a tab character at column {mark.column + 1} "
+                "(YAML indents with spaces, never tabs)",
+                line=mark.line + 1,
+            )
         parts = [_redact(part) for part in (exc.context, exc.problem) if part]
         return error(
             path,
@@ -361,7 +374,7 @@ def read_document(
     try:
         return _Composer(path, error, kind).run(loader)
     except (RecursionError, yaml.YAMLError) as exc:  # the parser's error holds the text
-        failure = _failure(exc, path, error)
+        failure = _failure(exc, path, error, text)
     finally:
         loader.dispose()
     raise failure  # outside the handler: the error has no __context__
@@ -394,7 +407,7 @@ def validation_error(
     error: type[E],
     describe: Callable[[ErrorDetails], tuple[tuple[int | str, ...], str]] | None = None,
 ) -> E:
-    """A schema's first problem in ``doc`` (by line) as an ``error``, with a count of the rest.
+    """A schema's problems in ``doc`` as one ``error``: the first by line, the rest in ``more``.
 
     ``describe`` gives an error's location and message (default: pydantic's
     location and message, which never hold the input); it may read the
@@ -409,8 +422,9 @@ def validation_error(
         where, line = locate(doc, loc)
         located.append((line if line is not None else 0, where, line, message))
     located.sort(key=lambda item: item[0])  # the earliest problem in the file first
-    _, where, line, message = located[0]
-    if len(errors) > 1:
-        more = len(errors) - 1
-        message += f" (and {more} more problem{'s' if more > 1 else ''})"
-    return error(path, message, line=line, field=where or "<root>")
+    each = [
+        error(path, message, line=line, field=where or "<root>")
+        for _, where, line, message in located
+    ]
+    first = each[0]
+    return error(path, first.message, line=first.line, field=first.field, more=each[1:])

@@ -233,7 +233,8 @@ class _Builder:
         try:
             manifest = parsed_manifest(data, cand.manifest)
         except ManifestError as exc:
-            fail(exc.message, line=exc.line, fld=exc.field)
+            for each in exc.problems:  # every problem the schema found, in the file's order
+                fail(each.message, line=each.line, fld=each.field)
             return None
         verdict = counting(root.kind, manifest)
         if verdict.problem is not None:  # a near miss of kind: platform, read as one

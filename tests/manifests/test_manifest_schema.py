@@ -314,10 +314,12 @@ def test_name_check_matches_str_isspace_for_every_code_point() -> None:
 
 
 def test_first_error_in_file_order_is_reported_with_a_count() -> None:
-    """With several schema errors, the earliest line is reported and the rest are counted."""
+    """With several schema errors, the earliest line is the error, the rest are in ``more``."""
     err = fails("requires_env:\n  - name: A\n    secret: 1\nname: 3\noptional_env: x\n")
     assert (err.line, err.field) == (3, "requires_env[0].secret")
-    assert err.message.endswith("(and 2 more problems)")
+    assert str(err).endswith("(and 2 more problems)")
+    assert "more problem" not in err.message
+    assert [(p.line, p.field) for p in err.more] == [(4, "name"), (5, "optional_env")]
 
 
 @pytest.mark.parametrize(

@@ -80,7 +80,8 @@ def test_one_field_dialect_and_locator(
         read(path)
     assert type(info.value) is error
     assert (info.value.field, info.value.line) == (field, line)
-    assert info.value.message.endswith("more problem)") is (more == 1)
+    assert str(info.value).endswith("more problem)") is (more == 1)
+    assert len(info.value.more) == more
     assert SECRET not in str(info.value)
     assert info.value.__context__ is None
     assert info.value.__cause__ is None
