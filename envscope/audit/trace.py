@@ -95,12 +95,22 @@ class BuildWarning:
 class TraceContext:
     """What a build was for: filled in by ``Host`` when it runs a traced build."""
 
-    __slots__ = ("child_keys", "complete", "home", "problems", "routed", "surface", "warnings")
+    __slots__ = (
+        "child_keys",
+        "complete",
+        "fold",
+        "home",
+        "problems",
+        "routed",
+        "surface",
+        "warnings",
+    )
 
     def __init__(self) -> None:
         self.home = ""
         self.surface = ""
         self.routed = False
+        self.fold = False  # names fold (Windows): case twins are one variable
         self.complete = True
         self.problems: tuple[Problem, ...] = ()
         self.child_keys: tuple[str, ...] = ()
@@ -232,6 +242,7 @@ class Trace:
         self._last.update(zip(recording.keys, rows, strict=True))
         recorded, ctx = recording.context, self.context
         ctx.home, ctx.surface, ctx.routed = recorded.home, recorded.surface, recorded.routed
+        ctx.fold = recorded.fold
         ctx.complete, ctx.problems = recorded.complete, recorded.problems
         ctx.child_keys = recorded.child_keys
         ctx.warnings.extend(recorded.warnings)
@@ -250,8 +261,15 @@ class Trace:
         return len(self._rows)
 
     def final(self) -> dict[str, Decision]:
-        """The last decision for each key (upper-cased key → decision)."""
-        return {d.key.upper(): d for d in self._all()}
+        """The last decision for each variable: key as spelled → decision.
+
+        Where names fold (``context.fold``: Windows) a variable is its name in
+        any case, keyed upper-cased; on POSIX ``http_proxy`` and ``HTTP_PROXY``
+        are two variables, each with its own last decision.
+        """
+        if self.context.fold:
+            return {d.key.upper(): d for d in self._all()}
+        return {d.key: d for d in self._all()}
 
     def for_key(self, key: str) -> list[Decision]:
         """Every decision about one key (any case), in order."""

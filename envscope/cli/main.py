@@ -199,6 +199,8 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         out = dict(snap)
         if shown is not None:
             out["keys"] = {k: v for k, v in snap["keys"].items() if shown(k, v)}
+            # a part of the build: diff refuses it (its missing keys are no finding)
+            out["filtered"] = {"key": sorted(args.key or []), "only": args.only}
         if args.show_values:
             # the child's own spellings (case twins each), so `run -- env` shows the same
             picked = {k.upper() for k in out["keys"]}
@@ -269,6 +271,13 @@ def _read_operand(operand: str) -> bytes:
 def _cmd_diff(args: argparse.Namespace) -> int:
     labels = (args.a, args.b)
     snap_a, snap_b = _load_operand(args, args.a), _load_operand(args, args.b)
+    for label, snap in zip(labels, (snap_a, snap_b), strict=True):
+        why = _report.partial_snapshot(snap)
+        if why is not None:
+            raise UsageError(
+                f"diff: {label} {why}: it cannot be compared (a key it leaves out would "
+                "read as no difference); save the whole build with `envscope snapshot -o FILE`"
+            )
     entries = _report.diff_snapshots(snap_a, snap_b)
     comparable = _report.fingerprints_comparable(snap_a, snap_b)
     if args.json:

@@ -314,6 +314,7 @@ def _finish_trace(trace: Trace, child: Mapping[str, str], request: BuildRequest)
             name_finding = replace(name_finding, launch_declared=True)
         ctx.warnings.append(BuildWarning(key, kind, str(name_finding)))
     ctx.home, ctx.surface, ctx.routed = request.target, request.surface.value, request.routed
+    ctx.fold = request.options.fold
     ctx.complete, ctx.problems = policy.complete, policy.problems
     ctx.child_keys = tuple(child)
 

@@ -101,12 +101,12 @@ def snapshot_of(
     snapshots made under different keys.
     """
     ctx = trace.context
-    child = frozenset(k.upper() for k in ctx.child_keys)
+    child = frozenset(k.upper() if ctx.fold else k for k in ctx.child_keys)
     keys: JsonDict = {}
-    for up, d in sorted(trace.final().items()):
+    for name, d in sorted(trace.final().items()):
         keys[d.key] = {
-            "in_child": up in child,
-            "action": "kept" if up in child and d.removed else d.action.value,
+            "in_child": name in child,
+            "action": "kept" if name in child and d.removed else d.action.value,
             "stage": d.stage.value,
             "reason": d.reason.value,
             "origin": _origin_json(d.origin, relative_to),
@@ -118,6 +118,7 @@ def snapshot_of(
         "home": home,
         "surface": surface or ctx.surface,
         "routed": ctx.routed,
+        "names_fold": ctx.fold,
         "policy": {
             "complete": ctx.complete,
             "problems": [_problem_text(p, relative_to) for p in ctx.problems],
@@ -307,6 +308,23 @@ KEYS_DIFFER_NOTE = (
 DIFF_CHANGES = ("added", "removed", "changed", "incomparable")
 
 
+def partial_snapshot(snap: JsonDict) -> str | None:
+    """Why ``snap`` holds part of a build (None: the whole build, fit to diff).
+
+    ``explain --json --key/--only`` marks its output ``filtered``; a snapshot
+    whose ``child`` names a key its ``keys`` lack lost keys another way (an
+    older filtered output, or an edit).
+    """
+    filtered = snap.get("filtered")
+    if filtered:
+        return "is filtered (explain --json --key/--only)"
+    keys = {k.upper() for k in snap["keys"]}
+    missing = [name for name in snap["child"] if name.upper() not in keys]
+    if missing:
+        return f"names {len(missing)} child key(s) it has no decision for (a filtered output?)"
+    return None
+
+
 def diff_snapshots(a: JsonDict, b: JsonDict) -> list[DiffEntry]:
     """Keys added to, removed from and changed between two children's envs.
 
@@ -315,10 +333,17 @@ def diff_snapshots(a: JsonDict, b: JsonDict) -> list[DiffEntry]:
     key in both children is ``incomparable``.
     """
     comparable = fingerprints_comparable(a, b)
-    a_keys = {k.upper(): (k, v) for k, v in a["keys"].items()}
-    b_keys = {k.upper(): (k, v) for k, v in b["keys"].items()}
-    a_child = {k.upper() for k in a["child"]}
-    b_child = {k.upper() for k in b["child"]}
+    # A variable is its exact name on POSIX (case twins are two), its name in any case where
+    # names fold (a snapshot made on Windows says so; one made before it could say: POSIX).
+    fold = bool(a.get("names_fold") or b.get("names_fold"))
+
+    def name(key: str) -> str:
+        return key.upper() if fold else key
+
+    a_keys = {name(k): (k, v) for k, v in a["keys"].items()}
+    b_keys = {name(k): (k, v) for k, v in b["keys"].items()}
+    a_child = {name(k) for k in a["child"]}
+    b_child = {name(k) for k in b["child"]}
     out: list[DiffEntry] = []
     for up in sorted(a_child | b_child):
         a_info = a_keys.get(up, (up, None))[1]

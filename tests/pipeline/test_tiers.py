@@ -210,4 +210,4 @@ def test_scrub_false_returns_base_plus_extras(make_host: HostFactory) -> None:
     final = trace.final()
     assert final["TELEGRAM_BOT_TOKEN"].reason is Reason.UNSCRUBBED
     assert final[f"{FORCE_PREFIX}X"].action is Action.STRIPPED
-    assert final[f"{FORCE_PREFIX}Y"].reason is Reason.FORCE_PREFIX_IN_BASE
+    assert final[f"{FORCE_PREFIX.lower()}Y"].reason is Reason.FORCE_PREFIX_IN_BASE

@@ -329,7 +329,7 @@ def test_default_excludes(
     env = host.build_subprocess_env(DEFAULT_EXCLUDE_BASE, surface=Surface.SCRIPT, trace=trace)
     assert set(env) == expected
     for key in set(DEFAULT_EXCLUDE_BASE) - expected:
-        assert trace.final()[key.upper()].reason is Reason.EXCLUDED
+        assert trace.final()[key].reason is Reason.EXCLUDED
 
 
 @pytest.mark.parametrize(("text", "expected"), [("", False), ("default_excludes: true", True)])
