@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -157,9 +158,24 @@ def _escaped(char: str) -> str:
     return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
+_NOT_PLAIN = re.compile(r"[^\x20-\x7e\n]")  # what may be a terminal control in JSON text
+
+
+def _json_escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    return char if char.isprintable() else json.dumps(char)[1:-1]  # \u escapes, pairs too
+
+
 def format_json(data: object) -> str:
-    """Stable JSON: sorted keys, two-space indent, a trailing newline."""
-    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """Stable JSON: sorted keys, two-space indent, a trailing newline.
+
+    Text stays readable (``é`` as is), but every character ``printable``
+    escapes in a table is a ``\\u`` escape here too: ``json.dumps`` leaves DEL,
+    C1 controls, bidi overrides (U+202E) and line separators raw, and a key
+    from a profile's ``.env`` may hold one; the parsed JSON is the same.
+    """
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return text if text.isascii() and "\x7f" not in text else _NOT_PLAIN.sub(_json_escaped, text)
 
 
 @dataclass(frozen=True, slots=True)
