@@ -46,10 +46,12 @@ def read_process_environ(pid: str, *, proc_root: str = "/proc") -> dict[str, str
     """The env process ``pid`` was started with, from ``PROC_ROOT/PID/environ``.
 
     A process that does not exist, an environ this user may not read (another
-    user's process: run as that user or root), or an empty one (a kernel
-    thread, a zombie) is a ``FileError`` naming the file and saying why.
-    Names and values are decoded as ``os.environ`` decodes them (the file
-    system encoding, ``surrogateescape``).
+    user's process: run as that user or root; this user's process made not
+    dumpable: as root), or an empty one (a kernel thread, a zombie) is a
+    ``FileError`` naming the file and saying why. Names and values are decoded
+    as ``os.environ`` decodes them (the file system encoding,
+    ``surrogateescape``); a name the block holds twice is its first entry, the
+    one the process sees.
     """
     path = os.path.join(proc_root, str(_parse_pid(pid)), "environ")
     if not os.path.isdir(proc_root):
@@ -59,11 +61,7 @@ def read_process_environ(pid: str, *, proc_root: str = "/proc") -> dict[str, str
     except FileNotFoundError:
         raise FileError(path, f"cannot read the env of process {pid}: no such process") from None
     except PermissionError:
-        raise FileError(
-            path,
-            f"cannot read the env of process {pid}: permission denied (it belongs to another "
-            "user: run envscope as the host's user or as root)",
-        ) from None
+        raise FileError(path, _denied(pid, proc_root)) from None
     except OSError as exc:
         raise FileError(path, f"cannot read the env of process {pid}: {exc.strerror}") from None
     if data is None:
@@ -78,8 +76,36 @@ def read_process_environ(pid: str, *, proc_root: str = "/proc") -> dict[str, str
     for entry in data.split(b"\0"):
         name, sep, value = entry.partition(b"=")
         if sep and name:  # a process may rewrite its env block: skip what is not NAME=VALUE
-            environ[os.fsdecode(name)] = os.fsdecode(value)
+            # a name twice: the first entry is what getenv() and os.environ see
+            environ.setdefault(os.fsdecode(name), os.fsdecode(value))
     return environ
+
+
+def _denied(pid: str, proc_root: str) -> str:
+    """Why this user may not read the process's environ: another user's, or not dumpable.
+
+    ``/proc/PID/status`` (readable by anyone) names the process's real uid. A
+    process of this very user is refused only when it is not dumpable: it
+    called ``envscope.harden_process()`` (``prctl(PR_SET_DUMPABLE, 0)``), after
+    which only root reads its env.
+    """
+    from envscope.files._fs import read_regular_file as read
+
+    owner: int | None = None
+    try:
+        status = read(os.path.join(proc_root, str(_parse_pid(pid)), "status"), 64 * 1024) or b""
+    except OSError:
+        status = b""
+    for line in status.splitlines():
+        if line.startswith(b"Uid:") and len(line.split()) > 1 and line.split()[1].isdigit():
+            owner = int(line.split()[1])
+    head = f"cannot read the env of process {pid}: permission denied"
+    if owner is not None and owner == os.getuid():
+        return (
+            f"{head} (it is this user's, but not dumpable: it called "
+            "envscope.harden_process() or prctl(PR_SET_DUMPABLE, 0); only root reads its env)"
+        )
+    return f"{head} (it belongs to another user: run envscope as the host's user or as root)"
 
 
 # What the host's own code (its module's import, its factory) may raise: every family of

@@ -310,6 +310,77 @@ def test_pid_environ_is_decoded_like_os_environ(tmp_path: Path) -> None:
     assert env == {"A": "1", "B": "x=y", "C": os.fsdecode(b"\xff")}
 
 
+def test_pid_environ_with_a_name_twice_is_what_the_process_sees(tmp_path: Path) -> None:
+    """A raw env block may name a variable twice: getenv() and os.environ see the first."""
+    (tmp_path / "7").mkdir()
+    (tmp_path / "7" / "environ").write_bytes(b"TOKEN=first\0A=1\0TOKEN=second\0A=2\0")
+    assert read_process_environ("7", proc_root=str(tmp_path)) == {"TOKEN": "first", "A": "1"}
+    seen = subprocess.run(
+        [sys.executable, "-c", "import os, sys; sys.stdout.write(os.environ['TOKEN'])"],
+        env={"TOKEN": "first"}, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert seen == "first"
+
+
+@pytest.mark.parametrize(
+    ("status", "words"),
+    [(f"Name:\thost\nUid:\t{os.getuid()}\t{os.getuid()}\t0\t0\n", "this user's, but not dumpable"),
+     ("Name:\thost\nUid:\t4321\t4321\t4321\t4321\n", "belongs to another user"),
+     (None, "belongs to another user")],
+    ids=["same-user", "another-user", "no-status"],
+)  # fmt: skip
+def test_pid_permission_denied_says_whose_and_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: str | None, words: str
+) -> None:
+    """EACCES on environ: this user's non-dumpable process is told apart from another user's."""
+    import envscope.cli._source as source
+    from envscope.files._fs import read_regular_file as real
+
+    (tmp_path / "7").mkdir()
+    (tmp_path / "7" / "environ").write_bytes(b"A=1\0")
+    if status is not None:
+        (tmp_path / "7" / "status").write_text(status)
+
+    def denied(path: str, limit: int) -> bytes | None:
+        if path.endswith("environ"):
+            raise PermissionError(13, "Permission denied")
+        return real(path, limit)
+
+    monkeypatch.setattr(source, "read_regular_file", denied)
+    with pytest.raises(envscope.FileError, match=re.escape(words)):
+        read_process_environ("7", proc_root=str(tmp_path))
+
+
+@pytest.mark.privdrop
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+def test_pid_of_a_hardened_process_of_the_same_user_says_so_for_real() -> None:
+    """As uid 65534, --pid of a uid-65534 host that called harden_process(): the real hint."""
+    from tests._privdrop import _command, run_as_nobody
+
+    code = (
+        "import sys, time; from envscope import harden_process; harden_process(); "
+        "print('ready', flush=True); time.sleep(60)"
+    )
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "SECRET_OF_HOST": "hardened-v1"}
+    host = subprocess.Popen(_command(code, ()), env=env, cwd="/", stdout=subprocess.PIPE,
+                            text=True)  # fmt: skip
+    try:
+        assert host.stdout is not None
+        assert host.stdout.readline().strip() == "ready"
+        audit = (
+            "import sys; from envscope.cli import main; "
+            "sys.exit(main(['--config', sys.argv[1], 'explain', '--pid', sys.argv[2]]))"
+        )
+        done = run_as_nobody(audit, CONFIG, str(host.pid))
+    finally:
+        host.kill()
+        host.communicate()
+    assert done.returncode == 2, done.stderr
+    assert "this user's, but not dumpable" in done.stderr
+    assert "harden_process()" in done.stderr
+    assert "hardened-v1" not in done.stderr
+
+
 @pytest.mark.privdrop
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
 def test_pid_of_another_users_process_is_refused_for_real(host_process: int) -> None:
