@@ -15,7 +15,8 @@ What a name may hold is a set of *abstract values*:
 - ``os.environ`` when it may hold the parent environment or a copy of it
   (``os.environ.copy()``, ``dict(os.environ)``, ``{**os.environ}``, a
   comprehension over it, ``copy.copy``, a conditional, ``env.update(...)``,
-  ``env |= ...``);
+  ``env |= ...``, its items through ``sorted``/``list``/``tuple``, a
+  ``ChainMap``/``OrderedDict``/``MappingProxyType`` over it);
 - ``NONE`` when it may hold ``None``.
 
 The analysis is deliberately generous ("may", not "must"): every binding of a
@@ -35,6 +36,17 @@ ENVIRON = "os.environ"
 NONE = "<None>"
 _PARENT_ENVIRON = frozenset({"os.environ", "os.environb"})
 _COPIES = frozenset({"copy.copy", "copy.deepcopy"})
+# builtins that hand on the same items (``dict(sorted(os.environ.items()))``)
+_ITEMS_KEPT = frozenset({"sorted", "list", "tuple", "reversed", "iter", "set", "frozenset"})
+# mappings over their arguments: a spawn reads the parent environment through them
+_MAPPINGS = frozenset(
+    {
+        "collections.OrderedDict",
+        "collections.ChainMap",
+        "collections.UserDict",
+        "types.MappingProxyType",
+    }
+)
 _VIEW_METHODS = frozenset({"copy", "items", "keys"})
 _MODULE_ALIASES = {"posix": "os", "nt": "os"}
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -116,8 +128,13 @@ def _environ_sources(node: ast.expr, scope: Scope, work: Work) -> Iterable[ast.e
             return [func.value]
         if isinstance(func, ast.Name) and func.id == "dict":
             return [*node.args[:1], *_splats(node)]
-        if node.args and qualnames(func, scope, work) & _COPIES:
+        if isinstance(func, ast.Name) and func.id in _ITEMS_KEPT:
             return node.args[:1]
+        named = qualnames(func, scope, work) if node.args else _EMPTY
+        if named & _COPIES:
+            return node.args[:1]
+        if named & _MAPPINGS:
+            return node.args
         return ()
     if isinstance(node, ast.Dict):
         return [v for k, v in zip(node.keys, node.values, strict=True) if k is None]

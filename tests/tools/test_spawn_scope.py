@@ -74,6 +74,19 @@ REPORTED: list[tuple[str, str, str]] = [
         "subprocess.run(cmd, env=dict((k, v) for k, v in os.environ.items()))",
         REASON_ENVIRON,
     ),
+    ("sorted-items", "subprocess.run(cmd, env=dict(sorted(os.environ.items())))", REASON_ENVIRON),
+    ("list-items", "subprocess.run(cmd, env=dict(list(os.environ.items())))", REASON_ENVIRON),
+    ("tuple-items", "subprocess.run(cmd, env=dict(tuple(os.environ.items())))", REASON_ENVIRON),
+    (
+        "chain-map",
+        "import collections\nsubprocess.run(cmd, env=collections.ChainMap({}, os.environ))",
+        REASON_ENVIRON,
+    ),
+    (
+        "mapping-proxy",
+        "from types import MappingProxyType\nsubprocess.run(cmd, env=MappingProxyType(os.environ))",
+        REASON_ENVIRON,
+    ),
     ("merge", "subprocess.run(cmd, env=os.environ | {'X': '1'})", REASON_ENVIRON),
     ("merge-assign", "env = {}\nenv |= os.environ\nsubprocess.run(cmd, env=env)", REASON_ENVIRON),
     (
@@ -135,10 +148,6 @@ NOT_FOLLOWED: list[tuple[str, str]] = [
     ("loop-target", "for env in [os.environ]:\n    subprocess.run(cmd, env=env)"),
     ("with-target", "with ctx() as env:\n    subprocess.run(cmd, env=env)"),
     ("starred-unpack", "run, *rest = subprocess.run, subprocess.call\nrun(cmd)"),
-    (
-        "other-mapping",
-        "import collections\nsubprocess.run(cmd, env=collections.ChainMap(os.environ))",
-    ),
     ("getattr", "getattr(subprocess, 'run')(cmd)"),
     ("partial", "import functools\nfunctools.partial(subprocess.run, cmd)()"),
     ("import-module", "import importlib\nimportlib.import_module('subprocess').run(cmd)"),
