@@ -3,9 +3,10 @@
 The walk follows directory symlinks, each directory once by identity (a loop
 ends), and prunes what is not the host's own code: ``SKIP_DIRS`` by name, any
 directory holding a ``pyvenv.cfg`` (a virtualenv of any name), what
-``.gitignore`` ignores and ``--exclude`` patterns (``_ignore``). A file named
-explicitly is always read. Errors are strings naming the path, never
-exceptions: the caller reports each one and exits 2.
+``.gitignore`` ignores (``_ignore``) unless git tracks it (git's own rule:
+``_git_index``), and ``--exclude`` patterns (tracked or not: the user said
+so). A file named explicitly is always read. Errors are strings naming the
+path, never exceptions: the caller reports each one and exits 2.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
+from envscope.tools._git_index import Tracked, tracked
 from envscope.tools._ignore import IgnoreRules, read_gitignore, repository_root
 
 __all__ = ["SKIP_DIRS", "VENV_MARKER", "cannot", "printable", "python_files"]
@@ -35,15 +38,42 @@ def cannot(path: str, what: str, exc: OSError) -> str:
     return f"{printable(path)}: cannot {what}: {exc.strerror or type(exc).__name__}"
 
 
-def _skipped_dir(path: str, name: str, rules: IgnoreRules) -> bool:
-    """A directory pruned from the walk: a known name, a virtualenv, or an ignored one."""
-    if name in SKIP_DIRS or rules.ignored(path, is_dir=True):
-        return True
-    return os.path.lexists(os.path.join(path, VENV_MARKER))
+@dataclass(frozen=True, slots=True)
+class _Outside:
+    """What a walk leaves out besides ``.gitignore``: ``--exclude``, and what git tracks."""
+
+    exclude: IgnoreRules
+    tracked: Tracked | None
+
+    def file(self, path: str, ignores: IgnoreRules, inside: bool) -> bool:
+        """A ``*.py`` file left out: excluded, or ignored (``inside`` an ignored directory,
+        or matched itself) and not tracked."""
+        if self.exclude.ignored(path, is_dir=False):
+            return True
+        if not (inside or ignores.ignored(path, is_dir=False)):
+            return False
+        return self.tracked is None or not self.tracked.holds(path)
+
+    def ignored_dir(self, path: str, ignores: IgnoreRules, inside: bool) -> bool:
+        """Whether git ignores the directory: matched itself, or ``inside`` an ignored one."""
+        return inside or ignores.ignored(path, is_dir=True)
+
+    def directory(self, path: str, name: str, ignored: bool) -> bool:
+        """A directory pruned: a known name, a virtualenv, excluded, or ignored and holding
+        no tracked file."""
+        if name in SKIP_DIRS or self.exclude.ignored(path, is_dir=True):
+            return True
+        if os.path.lexists(os.path.join(path, VENV_MARKER)):
+            return True
+        return ignored and (self.tracked is None or not self.tracked.holds_under(path))
 
 
 def _walk(
-    top: str, seen_dirs: set[tuple[int, int]], errors: list[str], rules: IgnoreRules
+    top: str,
+    seen_dirs: set[tuple[int, int]],
+    errors: list[str],
+    rules: IgnoreRules,
+    outside: _Outside,
 ) -> Iterator[str]:
     """``*.py`` under ``top``, following directory symlinks; each directory once (no loops).
 
@@ -51,39 +81,44 @@ def _walk(
     an error, as is one that is not a regular file (reported when read).
     Each directory's ``.gitignore`` applies below it.
     """
-    pending = [(top, rules.extend(read_gitignore(top), top))]
+    # (directory, the rules in force there, whether it lies in a directory git ignores:
+    # walked only for the tracked files it holds)
+    pending = [(top, rules.extend(read_gitignore(top), top), False)]
     while pending:
-        directory, here = pending.pop()
+        directory, here, inside = pending.pop()
         try:
             with os.scandir(directory) as listing:
                 entries = sorted(listing, key=lambda e: e.name)
         except OSError as exc:
             errors.append(cannot(directory, "list", exc))
             continue
-        subdirs: list[tuple[str, IgnoreRules]] = []
+        subdirs: list[tuple[str, IgnoreRules, bool]] = []
         for entry in entries:
             try:
                 info = os.stat(entry.path)
             except OSError as exc:
-                if entry.name.endswith(".py") and not here.ignored(entry.path, is_dir=False):
+                if entry.name.endswith(".py") and not outside.file(entry.path, here, inside):
                     errors.append(cannot(entry.path, "read", exc))
                 continue  # a broken link that is not Python source: nothing to check
             if stat.S_ISDIR(info.st_mode):
                 identity = (info.st_dev, info.st_ino)
-                if identity in seen_dirs or _skipped_dir(entry.path, entry.name, here):
+                ignored = outside.ignored_dir(entry.path, here, inside)
+                if identity in seen_dirs or outside.directory(entry.path, entry.name, ignored):
                     continue
                 seen_dirs.add(identity)
-                subdirs.append((entry.path, here.extend(read_gitignore(entry.path), entry.path)))
-            elif entry.name.endswith(".py") and not here.ignored(entry.path, is_dir=False):
+                rules_there = here.extend(read_gitignore(entry.path), entry.path)
+                subdirs.append((entry.path, rules_there, ignored))
+            elif entry.name.endswith(".py") and not outside.file(entry.path, here, inside):
                 yield entry.path
         pending.extend(reversed(subdirs))
 
 
-def _root_rules(top: str, exclude: Sequence[str]) -> IgnoreRules:
-    """The ``.gitignore`` rules from the repository root down to ``top``'s parent, then
-    ``--exclude`` (relative to ``top``)."""
+def _root_rules(top: str, exclude: Sequence[str]) -> tuple[IgnoreRules, _Outside]:
+    """The ``.gitignore`` rules from the repository root down to ``top``'s parent, and
+    ``--exclude`` (relative to ``top``) with what the repository tracks."""
     rules = IgnoreRules()
     root = repository_root(top)
+    outside = _Outside(IgnoreRules().extend(exclude, top), None if root is None else tracked(root))
     if root is not None:
         chain: list[str] = []
         current = os.path.dirname(os.path.abspath(top))
@@ -94,7 +129,7 @@ def _root_rules(top: str, exclude: Sequence[str]) -> IgnoreRules:
             current = os.path.dirname(current)
         for directory in reversed(chain):
             rules = rules.extend(read_gitignore(directory), directory)
-    return rules.extend(exclude, top)
+    return rules, outside
 
 
 def python_files(
@@ -117,4 +152,4 @@ def python_files(
         identity = (info.st_dev, info.st_ino)
         if identity not in seen_dirs:
             seen_dirs.add(identity)
-            yield from _walk(path, seen_dirs, errors, _root_rules(path, exclude))
+            yield from _walk(path, seen_dirs, errors, *_root_rules(path, exclude))
