@@ -80,8 +80,10 @@ class BuildWarning:
     rule declares), ``credential-suffix``, ``credential-word`` and
     ``url-with-password`` (a kept name or URL looks like one),
     ``injection-vector`` (the launch env carries a loader or interpreter name),
-    and ``source-unset`` (a secret source could not answer for the home and the
-    host chose to leave its names unset).
+    ``source-unset`` (a secret source could not answer for the home and the
+    host chose to leave its names unset), and ``manifest-unknown-key`` (a
+    manifest key near a known one, ``secert``: not read; its ``key`` is the
+    field path).
     """
 
     key: str

@@ -104,4 +104,5 @@ def scan_plugin(given: str) -> _report.ScanReport:
     if verdict.problem is not None:
         problems.append(Problem(path, verdict.problem, manifest.kind_line, "kind"))
     secrets = {path: names} if verdict.declares or root is None else {}
-    return _report.ScanReport(directory, secrets, problems, {path: note})
+    warnings = [Problem(path, u.message, u.line, u.field) for u in manifest.unknown]
+    return _report.ScanReport(directory, secrets, problems, {path: note}, warnings)

@@ -313,7 +313,9 @@ def _cmd_scan(args: argparse.Namespace) -> int:
                 secrets.setdefault(_report.display_path(d.origin.path or "?", cwd), []).append(name)
             problems = [_report.relative_problem(p, cwd) for p in decl.problems]
             notes = {_report.display_path(p, cwd): why for p, why in decl.ignored.items()}
-            reports.append(_report.ScanReport(audited.home_name(home), secrets, problems, notes))
+            warnings = [_report.relative_problem(p, cwd) for p in decl.warnings]
+            label = audited.home_name(home)
+            reports.append(_report.ScanReport(label, secrets, problems, notes, warnings))
     if args.json:
         print(_report.format_json(_report.scan_json(reports)), end="")
     else:

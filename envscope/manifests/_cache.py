@@ -176,6 +176,7 @@ def _retain(previous: HomeDeclarations | None, result: ScanResult) -> HomeDeclar
             complete=result.complete,
             problems=result.problems,
             ignored=result.ignored,
+            warnings=result.warnings,
         )
     secrets: dict[str, Declaration] = dict(result.secrets)
     deny: dict[str, Origin] = dict(result.deny_prefixes)
@@ -190,6 +191,7 @@ def _retain(previous: HomeDeclarations | None, result: ScanResult) -> HomeDeclar
         complete=result.complete,
         problems=result.problems,
         ignored=result.ignored,
+        warnings=result.warnings,
     )
 
 

@@ -121,6 +121,8 @@ class ScanResult:
     """Manifests that changed between the probe and the read (the cache probes again)."""
     ignored: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """Readable manifests that declare nothing (a flat plugin not of kind platform): why."""
+    warnings: tuple[Problem, ...] = ()
+    """Keys no manifest schema knows but near one it does (``secert``): read on, reported."""
 
     @property
     def complete(self) -> bool:
@@ -142,6 +144,7 @@ class Parsed:
     prefix: str
     secrets: tuple[Declaration, ...]
     reason: str = ""  # in words, for a manifest that declares nothing
+    warnings: tuple[Problem, ...] = ()  # near misses of known keys (``UnknownKey``)
 
 
 class _Builder:
@@ -155,6 +158,7 @@ class _Builder:
         self.fatal: list[Problem] = []
         self.changed: list[str] = []
         self.ignored: dict[str, str] = {}  # manifest path -> why it declares nothing
+        self.warnings: list[Problem] = []  # near misses of known keys: read on, reported
 
     def problem(self, root: Root, problem: Problem) -> None:
         self.problems.append(problem)
@@ -196,6 +200,7 @@ class _Builder:
                 return
             if share and parsed is not None:
                 parsed[cand] = found
+        self.warnings.extend(found.warnings)
         if found.counted:
             self.plugin_prefixes.add(found.prefix)
         else:
@@ -239,8 +244,12 @@ class _Builder:
         verdict = counting(root.kind, manifest)
         if verdict.problem is not None:  # a near miss of kind: platform, read as one
             fail(verdict.problem, line=manifest.kind_line, fld="kind")
+        warnings = tuple(
+            Problem(cand.manifest, u.message, u.line, u.field, cand.dirname)
+            for u in manifest.unknown
+        )
         if not verdict.declares:
-            return Parsed(False, "", (), verdict.reason)
+            return Parsed(False, "", (), verdict.reason, warnings)
         secrets: dict[str, Declaration] = {}
         for entry in manifest.entries:
             if not entry.is_secret:
@@ -251,7 +260,7 @@ class _Builder:
                     OriginKind.MANIFEST, cand.dirname, path=cand.manifest, line=entry.line
                 )
                 secrets[name] = Declaration(name, Tier.TIER1, origin)
-        return Parsed(True, _plugin_prefix(cand.dirname), tuple(secrets.values()))
+        return Parsed(True, _plugin_prefix(cand.dirname), tuple(secrets.values()), "", warnings)
 
 
 def scan(
@@ -308,4 +317,5 @@ def scan(
         racy=found.racy,
         changed=tuple(b.changed),
         ignored=MappingProxyType(b.ignored) if b.ignored else EMPTY_MAPPING,
+        warnings=tuple(b.warnings),
     )

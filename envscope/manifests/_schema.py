@@ -40,6 +40,7 @@ __all__ = [
     "MAX_MANIFEST_BYTES",
     "Manifest",
     "ManifestEntry",
+    "UnknownKey",
     "env_name_problem",
     "parse_manifest",
 ]
@@ -77,6 +78,20 @@ class ManifestEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class UnknownKey:
+    """A key the schema does not know that is a near miss of one it does (a typo)."""
+
+    field: str  # where: ``secert`` at the top, ``requires_env[2].secert`` in an entry
+    line: int | None
+    nearest: str  # the known key it is nearest to
+
+    @property
+    def message(self) -> str:
+        """What a warning says: the key, what it is near, and that it is not read."""
+        return f"unknown key (did you mean {self.nearest!r}?): not read"
+
+
+@dataclass(frozen=True, slots=True)
 class Manifest:
     """A validated manifest."""
 
@@ -85,6 +100,7 @@ class Manifest:
     kind: str | None
     entries: tuple[ManifestEntry, ...]
     kind_line: int | None = None  # where ``kind`` is (``_counting`` decides what it means)
+    unknown: tuple[UnknownKey, ...] = ()  # near misses of known keys, in the file's order
 
 
 def env_name_problem(name: str) -> str | None:
@@ -165,8 +181,16 @@ def _validator() -> Callable[[Document, str], Manifest]:
         requires_env: list[EnvEntry] | None = None
         optional_env: list[EnvEntry] | None = None
 
+    top_keys = tuple(ManifestModel.model_fields)
+    entry_keys = tuple(EnvEntry.model_fields)
+
     def validate(doc: Document, path: str) -> Manifest:
         model = ManifestModel.model_validate(doc.root)
+        root = doc.root if isinstance(doc.root, dict) else {}
+        unknown = _near_misses(root, top_keys, (), doc)
+        for section in ENV_SECTIONS:
+            for index, raw in enumerate(root.get(section) or ()):
+                unknown.extend(_near_misses(raw, entry_keys, (section, index), doc))
         entries = tuple(
             ManifestEntry(
                 entry.name,
@@ -178,9 +202,43 @@ def _validator() -> Callable[[Document, str], Manifest]:
             for section in ENV_SECTIONS
             for index, entry in enumerate(getattr(model, section) or ())
         )
-        return Manifest(path, model.name, model.kind, entries, doc.lines.get(("kind",)))
+        unknown.sort(key=lambda u: u.line or 0)
+        return Manifest(
+            path, model.name, model.kind, entries, doc.lines.get(("kind",)), tuple(unknown)
+        )
 
     return validate
+
+
+def _spelling(key: str) -> str:
+    return key.lower().replace("-", "_").replace(" ", "_")
+
+
+def _near_misses(
+    raw: object, known: tuple[str, ...], at: tuple[int | str, ...], doc: Document
+) -> list[UnknownKey]:
+    """The keys of the mapping ``raw`` that are no key of ``known`` but near one.
+
+    Near: the same but for case, ``-`` or a space for ``_`` (``Requires-Env``),
+    or close in letters (``difflib``: ``secert``, ``require_env``). A key far from
+    every known one is another tool's field (``version``, ``icon``): not a warning.
+    """
+    import difflib
+
+    from envscope.files._yaml import render_path
+
+    if not isinstance(raw, dict):
+        return []
+    found = []
+    for key in raw:
+        if not isinstance(key, str) or key in known:
+            continue
+        same = [k for k in known if _spelling(k) == _spelling(key)]
+        near = same or difflib.get_close_matches(_spelling(key), known, n=1, cutoff=0.75)
+        if near:
+            where = (*at, key)
+            found.append(UnknownKey(render_path(where), doc.lines.get(where), near[0]))
+    return found
 
 
 _MESSAGES = {

@@ -313,6 +313,8 @@ def _finish_trace(trace: Trace, child: Mapping[str, str], request: BuildRequest)
         if launch is not None and launch.tier_of(key) is not None:
             name_finding = replace(name_finding, launch_declared=True)
         ctx.warnings.append(BuildWarning(key, kind, str(name_finding)))
+    for problem in policy.warnings:  # a manifest key near a known one: the build read on
+        ctx.warnings.append(BuildWarning(problem.field or "", "manifest-unknown-key", str(problem)))
     ctx.home, ctx.surface, ctx.routed = request.target, request.surface.value, request.routed
     ctx.fold = request.options.fold
     ctx.complete, ctx.problems = policy.complete, policy.problems

@@ -163,6 +163,7 @@ class HomeDeclarations:
     problems: tuple[Problem, ...] = ()
     generation: int = 0
     ignored: Mapping[str, str] = field(default_factory=lambda: EMPTY_MAPPING)
+    warnings: tuple[Problem, ...] = ()  # keys near a known one (``secert``): read on, reported
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -149,6 +149,7 @@ class SecretPolicy:
     catalog: Catalog = field(default_factory=_no_catalog)
     complete: bool = True
     problems: tuple[Problem, ...] = ()
+    warnings: tuple[Problem, ...] = ()  # a manifest key near a known one: read on, reported
     deny_prefixes: Mapping[str, Origin] = field(default_factory=lambda: EMPTY_MAPPING)
     home_prefixes: frozenset[str] = frozenset()
     generation: int = 0
@@ -323,6 +324,7 @@ def build_policy(
         catalog=catalog,
         complete=manifests.complete,
         problems=manifests.problems,
+        warnings=manifests.warnings,
         deny_prefixes=manifests.deny_prefixes,
         home_prefixes=frozenset(prefixes),
         generation=manifests.generation,

@@ -410,6 +410,7 @@ class ScanReport:
     secrets: Mapping[str, Sequence[str]]  # manifest path → declared secret names
     problems: Sequence[Problem]
     notes: Mapping[str, str] = field(default_factory=dict)  # manifest path → what the host does
+    warnings: Sequence[Problem] = ()  # a key near a known one (``secert``): read on, reported
 
 
 def format_scan(reports: Iterable[ScanReport]) -> str:
@@ -427,10 +428,16 @@ def format_scan(reports: Iterable[ScanReport]) -> str:
                 lines.append(printable(f"    {note}" if names is not None else f"  {path}: {note}"))
         for problem in report.problems:
             lines.append(printable(f"  problem: {problem}"))
+        for warning in report.warnings:
+            lines.append(printable(f"  warning: {warning}"))
         total += len(report.problems)
         lines.append("")
     lines.append(f"{total} problem{'s' if total != 1 else ''}")
     return "\n".join(lines) + "\n"
+
+
+def _problem_json(p: Problem) -> JsonDict:
+    return {"path": p.path, "line": p.line, "field": p.field, "message": p.message}
 
 
 def scan_json(reports: Iterable[ScanReport]) -> JsonDict:
@@ -441,10 +448,8 @@ def scan_json(reports: Iterable[ScanReport]) -> JsonDict:
                 "label": r.label,
                 "secrets": {p: sorted(n) for p, n in sorted(r.secrets.items())},
                 "notes": dict(sorted(r.notes.items())),
-                "problems": [
-                    {"path": p.path, "line": p.line, "field": p.field, "message": p.message}
-                    for p in r.problems
-                ],
+                "problems": [_problem_json(p) for p in r.problems],
+                "warnings": [_problem_json(p) for p in r.warnings],
             }
             for r in reports
         ]
