@@ -18,7 +18,7 @@ import yaml
 
 from envscope.cli import main
 from envscope.cli.config import _model
-from envscope.manifests._schema import _validator
+from envscope.manifests._schema import ENV_NAME_PATTERN, _validator
 from envscope.schemas import SCHEMAS, load_schema
 from envscope.tools._report import SNAPSHOT_VERSION
 
@@ -54,7 +54,8 @@ def generated() -> dict[str, dict[str, Any]]:
     for section in ("requires_env", "optional_env"):
         prop = manifest["properties"][section]
         listed = next(option for option in prop["anyOf"] if option.get("type") == "array")
-        listed["items"] = {"anyOf": [{"type": "string"}, listed["items"]]}
+        bare = {"type": "string", "pattern": ENV_NAME_PATTERN}
+        listed["items"] = {"anyOf": [bare, listed["items"]]}
     config = _model().model_json_schema()
     return {
         "plugin.schema.json": _finish(manifest, "plugin.schema.json", "envscope plugin.yaml"),
@@ -86,8 +87,18 @@ def test_schemas_are_valid_and_shipped(name: str) -> None:
 
 def test_unknown_schema_name_is_refused() -> None:
     """load_schema names the shipped schemas when asked for another."""
-    with pytest.raises(ValueError, match=r"one of envscope\.schema\.json"):
+    with pytest.raises(ValueError, match=r"one of plugin, .*envscope\.schema\.json"):
         load_schema("nope.json")
+
+
+@pytest.mark.parametrize(
+    ("short", "file"),
+    [("plugin", "plugin.schema.json"), ("plugin.yaml", "plugin.schema.json"),
+     ("envscope", "envscope.schema.json"), ("config", "envscope.schema.json"),
+     ("envscope.yaml", "envscope.schema.json"), ("snapshot", "snapshot.schema.json")],
+)  # fmt: skip
+def test_the_short_names_the_docs_use_load_the_same_schema(short: str, file: str) -> None:
+    assert load_schema(short) == load_schema(file)
 
 
 def _yaml_documents(pattern: str) -> list[Path]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from envscope._inputs import valid_name
 from envscope.errors import ManifestError
@@ -103,6 +103,27 @@ class Manifest:
     unknown: tuple[UnknownKey, ...] = ()  # near misses of known keys, in the file's order
 
 
+ENV_NAME_PATTERN = (
+    "^[^=\x00\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$"
+)
+"""``env_name_problem`` as a JSON Schema pattern (the shipped ``plugin.schema.json``): not
+empty, no ``=``, no NUL, no character ``str.isspace`` calls whitespace (listed one by one,
+so a validator's own ``\\s`` does not decide). A test pins the two to each other."""
+
+FLAGS_DISAGREE: dict[str, Any] = {
+    "not": {
+        "anyOf": [
+            {
+                "properties": {"secret": {"const": a}, "password": {"const": not a}},
+                "required": ["secret", "password"],
+            }
+            for a in (True, False)
+        ]
+    }
+}
+"""The entry rule "secret and password agree" as a JSON Schema constraint."""
+
+
 def env_name_problem(name: str) -> str | None:
     """Why ``name`` cannot be an environment variable name, or None when it can.
 
@@ -132,9 +153,11 @@ def _validator() -> Callable[[Document, str], Manifest]:
     config = ConfigDict(strict=True, extra="ignore", frozen=True)
 
     class EnvEntry(BaseModel):
-        model_config = config
+        model_config = ConfigDict(
+            strict=True, extra="ignore", frozen=True, json_schema_extra=FLAGS_DISAGREE
+        )
 
-        name: str
+        name: str = Field(json_schema_extra={"pattern": ENV_NAME_PATTERN})
         description: str | None = None
         url: str | None = None
         secret: bool | None = None

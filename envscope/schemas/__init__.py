@@ -18,14 +18,25 @@ import json
 from importlib.resources import files
 from typing import Any
 
-__all__ = ["SCHEMAS", "load_schema"]
+__all__ = ["SCHEMAS", "SHORT_NAMES", "load_schema"]
 
 SCHEMAS = ("envscope.schema.json", "plugin.schema.json", "snapshot.schema.json")
+SHORT_NAMES = {
+    "plugin": "plugin.schema.json",
+    "plugin.yaml": "plugin.schema.json",
+    "envscope": "envscope.schema.json",
+    "envscope.yaml": "envscope.schema.json",
+    "config": "envscope.schema.json",
+    "snapshot": "snapshot.schema.json",
+}
+"""The names the docs use for each schema (``load_schema("plugin")``)."""
 
 
 def load_schema(name: str) -> dict[str, Any]:
-    """One shipped schema, parsed (``name`` is one of ``SCHEMAS``)."""
-    if name not in SCHEMAS:
-        raise ValueError(f"no shipped schema {name!r} (one of {', '.join(SCHEMAS)})")
-    data: dict[str, Any] = json.loads(files(__name__).joinpath(name).read_text(encoding="utf-8"))
+    """One shipped schema, parsed: a file name of ``SCHEMAS`` or a short name (``plugin``)."""
+    file = SHORT_NAMES.get(name, name)
+    if file not in SCHEMAS:
+        names = ", ".join([*SHORT_NAMES, *SCHEMAS])
+        raise ValueError(f"no shipped schema {name!r} (one of {names})")
+    data: dict[str, Any] = json.loads(files(__name__).joinpath(file).read_text(encoding="utf-8"))
     return data
