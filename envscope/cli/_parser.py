@@ -236,6 +236,12 @@ def _add_check_spawns(
     )  # fmt: skip
     check.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to check")
     check.add_argument(
+        "--format", choices=("text", "json", "sarif"), default=None,
+        help="the report's format: text (default), json (as --json), sarif (SARIF 2.1.0, "
+        "for GitHub code scanning); with GITHUB_ACTIONS=true, text also prints an ::error "
+        "annotation per finding",
+    )  # fmt: skip
+    check.add_argument(
         "--show-allowed", action="store_true",
         help="also list sites marked '# envscope: allow-inherit'",
     )  # fmt: skip

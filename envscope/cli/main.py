@@ -398,12 +398,25 @@ def _cmd_check_spawns(args: argparse.Namespace) -> int:
         spawn_sites_json,
     )
 
+    fmt = args.format or ("json" if args.json else "text")
+    if args.json and fmt != "json":
+        raise UsageError(f"check-spawns: --json and --format {fmt} disagree")
     sites, errors = check_paths(args.paths, exclude=args.exclude)
-    if args.json:
+    if fmt == "json":
         data = spawn_sites_json(sites, errors, show_allowed=args.show_allowed)
         print(_report.format_json(data), end="")
+    elif fmt == "sarif":
+        from envscope.cli._parser import DOCS_URL
+        from envscope.tools._ci_formats import spawn_sites_sarif
+
+        sarif = spawn_sites_sarif(sites, errors, version=__version__, docs=DOCS_URL)
+        print(_report.format_json(sarif), end="")
     else:
         print(format_spawn_sites(sites, errors, show_allowed=args.show_allowed), end="")
+        if os.environ.get("GITHUB_ACTIONS") == "true":
+            from envscope.tools._ci_formats import github_annotations
+
+            print(github_annotations(sites, errors), end="")
     for error in errors:
         print(_report.printable(f"envscope: error: {error}"), file=sys.stderr)
     return exit_status(sites, errors)
