@@ -68,6 +68,28 @@ def _build_options(p: argparse.ArgumentParser) -> None:
 _Subparsers = argparse._SubParsersAction  # the object add_subparsers returns
 
 
+def _format_option(p: argparse.ArgumentParser, choices: tuple[str, ...]) -> None:
+    """``--format``: text (the default), json (as ``--json``), markdown, sarif where offered."""
+    p.add_argument(
+        "--format", choices=choices, default=None,
+        help="the output's format: text (default), json (as --json), markdown (for "
+        "$GITHUB_STEP_SUMMARY)" + (", sarif (SARIF 2.1.0, for code scanning)"
+                                   if "sarif" in choices else "")
+        + "; with GITHUB_ACTIONS=true, text also prints ::error annotations where a finding "
+        "has a file and line",
+    )  # fmt: skip
+
+
+def output_format(args: argparse.Namespace) -> str:
+    """The ``--format`` chosen (``--json`` is ``json``); both, disagreeing: a usage error."""
+    chosen: str | None = getattr(args, "format", None)
+    if getattr(args, "json", False):
+        if chosen not in (None, "json"):
+            raise UsageError(f"{args.command}: --json and --format {chosen} disagree")
+        return "json"
+    return chosen or "text"
+
+
 def _command(
     sub: _Subparsers[argparse.ArgumentParser],
     name: str,
@@ -132,6 +154,7 @@ def _add_explain(
     )  # fmt: skip
     _build_options(explain)
     explain.add_argument("--json", action="store_true", help="stable JSON (the snapshot format)")
+    _format_option(explain, ("text", "json", "markdown"))
     explain.add_argument(
         "--show-values", action="store_true",
         help="also print values (protected values masked as ********)",
@@ -183,6 +206,7 @@ def _add_diff(
     for name in OPERANDS["diff"]:
         diff.add_argument(name, help=operand)
     diff.add_argument("--json", action="store_true", help="stable JSON")
+    _format_option(diff, ("text", "json", "markdown"))
 
 
 def _add_scan(
@@ -235,12 +259,7 @@ def _add_check_spawns(
         (),
     )  # fmt: skip
     check.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to check")
-    check.add_argument(
-        "--format", choices=("text", "json", "sarif"), default=None,
-        help="the report's format: text (default), json (as --json), sarif (SARIF 2.1.0, "
-        "for GitHub code scanning); with GITHUB_ACTIONS=true, text also prints an ::error "
-        "annotation per finding",
-    )  # fmt: skip
+    _format_option(check, ("text", "json", "markdown", "sarif"))
     check.add_argument(
         "--show-allowed", action="store_true",
         help="also list sites marked '# envscope: allow-inherit'",

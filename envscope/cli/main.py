@@ -21,7 +21,7 @@ from typing import Any
 
 from envscope import __version__
 from envscope.audit.trace import Trace
-from envscope.cli._parser import SURFACES, UsageError, missing_operand, parser
+from envscope.cli._parser import SURFACES, UsageError, missing_operand, output_format, parser
 from envscope.cli._plugin_scan import scan_plugin
 from envscope.cli._source import HostSource
 from envscope.cli.config import HostConfig, find_config, load_config
@@ -195,7 +195,13 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     snap = built.snapshot()
     must_mask = _masker(built, snap)
     shown = _selector(args)
-    if args.json:
+    fmt = output_format(args)
+    if fmt == "markdown":
+        from envscope.tools._markdown import explain_markdown
+
+        values = built.values if args.show_values else None
+        print(explain_markdown(snap, values=values, is_tier1=must_mask, shown=shown), end="")
+    elif fmt == "json":
         out = dict(snap)
         if shown is not None:
             out["keys"] = {k: v for k, v in snap["keys"].items() if shown(k, v)}
@@ -280,7 +286,12 @@ def _cmd_diff(args: argparse.Namespace) -> int:
             )
     entries = _report.diff_snapshots(snap_a, snap_b)
     comparable = _report.fingerprints_comparable(snap_a, snap_b)
-    if args.json:
+    fmt = output_format(args)
+    if fmt == "markdown":
+        from envscope.tools._markdown import diff_markdown
+
+        print(diff_markdown(entries, labels, comparable=comparable), end="")
+    elif fmt == "json":
         payload = {
             "a": args.a,
             "b": args.b,
@@ -398,13 +409,15 @@ def _cmd_check_spawns(args: argparse.Namespace) -> int:
         spawn_sites_json,
     )
 
-    fmt = args.format or ("json" if args.json else "text")
-    if args.json and fmt != "json":
-        raise UsageError(f"check-spawns: --json and --format {fmt} disagree")
+    fmt = output_format(args)
     sites, errors = check_paths(args.paths, exclude=args.exclude)
     if fmt == "json":
         data = spawn_sites_json(sites, errors, show_allowed=args.show_allowed)
         print(_report.format_json(data), end="")
+    elif fmt == "markdown":
+        from envscope.tools._markdown import spawn_sites_markdown
+
+        print(spawn_sites_markdown(sites, errors, show_allowed=args.show_allowed), end="")
     elif fmt == "sarif":
         from envscope.cli._parser import DOCS_URL
         from envscope.tools._ci_formats import spawn_sites_sarif

@@ -246,6 +246,22 @@ def format_explain(
     summary counts every key. A table wider than ``layout.width`` has its
     ORIGIN column cut with an ellipsis.
     """
+    title, rows, footer = explain_parts(snapshot, values=values, is_tier1=is_tier1, shown=shown)
+    cut = (4, 5) if values is not None else (4,)  # ORIGIN, then VALUE
+    table = _table(rows, 1, layout.color, width=layout.width, shrink=cut) if len(rows) > 1 else []
+    lines = [printable(title), "", *(table or ["(no key matches)"]), ""]
+    lines.extend(printable(line) for line in footer)
+    return "\n".join(lines) + "\n"
+
+
+def explain_parts(
+    snapshot: JsonDict,
+    *,
+    values: Mapping[str, str] | None = None,
+    is_tier1: Callable[[str], bool] = lambda _key: True,
+    shown: Callable[[str, Mapping[str, Any]], bool] | None = None,
+) -> tuple[str, list[list[str]], list[str]]:
+    """``explain``'s title, table rows (header first) and footer lines, for any layout."""
     header = ["KEY", "ACTION", "STAGE", "REASON", "ORIGIN"]
     if values is not None:
         header.append("VALUE")
@@ -258,20 +274,17 @@ def format_explain(
             value = values.get(key)
             row.append("" if value is None else MASK if is_tier1(key) else value)
         rows.append(row)
-    title = printable(f"envscope explain: {snapshot['surface']} child for {snapshot['home']}")
+    title = f"envscope explain: {snapshot['surface']} child for {snapshot['home']}"
     if snapshot["routed"]:
         title += " (routed)"
-    cut = (4, 5) if values is not None else (4,)  # ORIGIN, then VALUE
-    table = _table(rows, 1, layout.color, width=layout.width, shrink=cut) if len(rows) > 1 else []
-    lines = [title, "", *(table or ["(no key matches)"]), ""]
     kept = len(snapshot["child"])
     removed = sum(1 for info in snapshot["keys"].values() if not info["in_child"])
     policy = snapshot["policy"]
     status = "complete" if policy["complete"] else "PARTIAL (failing closed)"
-    lines.append(f"{kept} kept, {removed} removed; policy {status}")
-    lines.extend(printable(f"problem: {p}") for p in policy["problems"])
-    lines.extend(printable(f"warning: {warning_text(w)}") for w in snapshot["warnings"])
-    return "\n".join(lines) + "\n"
+    footer = [f"{kept} kept, {removed} removed; policy {status}"]
+    footer.extend(f"problem: {p}" for p in policy["problems"])
+    footer.extend(f"warning: {warning_text(w)}" for w in snapshot["warnings"])
+    return title, rows, footer
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,11 +408,17 @@ def format_diff(
         head += f"\nnote: {KEYS_DIFFER_NOTE}"
     if not items:
         return f"{head}\n\nno differences\n"
+    rows, summary = diff_parts(items, labels)
+    table = _table(rows, None, False, width=layout.width, shrink=(2,))
+    return "\n".join([head, "", *table, "", summary]) + "\n"
+
+
+def diff_parts(items: Sequence[DiffEntry], labels: tuple[str, str]) -> tuple[list[list[str]], str]:
+    """``diff``'s table rows (header first) and its summary line, for any layout."""
     rows = [["KEY", "CHANGE", "WHY"], *([e.key, e.change, e.rule(labels)] for e in items)]
     counts = {c: sum(1 for e in items if e.change == c) for c in DIFF_CHANGES}
     summary = ", ".join(f"{n} {c}" for c, n in counts.items() if n or c != "incomparable")
-    table = _table(rows, None, False, width=layout.width, shrink=(2,))
-    return "\n".join([head, "", *table, "", summary]) + "\n"
+    return rows, summary
 
 
 @dataclass(frozen=True, slots=True)
