@@ -47,7 +47,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from envscope.files._fs import read_regular_file
-from envscope.tools._spawn_files import SKIP_DIRS, cannot, printable, python_files
+from envscope.tools._spawn_files import (
+    SKIP_DIRS,
+    CheckError,
+    cannot,
+    printable,
+    python_files,
+)
 from envscope.tools._spawn_scope import (
     Scope,
     Work,
@@ -319,14 +325,14 @@ def _identity(path: str) -> tuple[int, int] | str:
     return (info.st_dev, info.st_ino)
 
 
-def _decode_error(path: str, exc: UnicodeDecodeError) -> str:
+def _decode_error(path: str, exc: UnicodeDecodeError) -> CheckError:
     codec = "UTF-8" if exc.encoding.replace("_", "-").startswith("utf-8") else exc.encoding
-    return f"{printable(path)}: not valid {codec} at byte {exc.start}"
+    return CheckError(path, f"not valid {codec} at byte {exc.start}")
 
 
 def check_paths(
     paths: Sequence[str], *, exclude: Sequence[str] = ()
-) -> tuple[list[SpawnSite], list[str]]:
+) -> tuple[list[SpawnSite], list[CheckError]]:
     """Check files and directory trees; returns the sites and one error per unchecked file.
 
     A file that cannot be read, decoded or parsed is an error string naming it
@@ -337,29 +343,32 @@ def check_paths(
     named explicitly is always checked.
     """
     sites: list[SpawnSite] = []
-    errors: list[str] = []
+    errors: list[CheckError] = []
     seen: set[tuple[int, int] | str] = set()
     for path in python_files(paths, errors, exclude):
         key = _identity(path)
         if key in seen:
             continue
         seen.add(key)
-        shown = printable(path)
         try:
             sites.extend(check_source(_read_source(path), path))
         except SyntaxError as exc:
-            where = shown if not exc.lineno else f"{shown}:{exc.lineno}"
-            errors.append(f"{where}: cannot parse: {printable(str(exc.msg))}")
+            message = f"cannot parse: {printable(str(exc.msg))}"
+            errors.append(CheckError(path, message, exc.lineno or None))
         except UnicodeDecodeError as exc:
             errors.append(_decode_error(path, exc))
         except LookupError:  # a coding cookie naming a codec that is not a text encoding
-            errors.append(f"{shown}: cannot decode: its coding cookie names no text encoding")
+            errors.append(
+                CheckError(path, "cannot decode: its coding cookie names no text encoding")
+            )
         except OSError as exc:
             errors.append(cannot(path, "read", exc))
         except ValueError as exc:  # NUL bytes, on Pythons before 3.12
-            errors.append(f"{shown}: cannot parse: {printable(str(exc))}")
+            errors.append(CheckError(path, f"cannot parse: {printable(str(exc))}"))
         except (RecursionError, MemoryError) as exc:  # how the parser refuses very deep code
-            errors.append(f"{shown}: cannot parse: too deeply nested ({type(exc).__name__})")
+            errors.append(
+                CheckError(path, f"cannot parse: too deeply nested ({type(exc).__name__})")
+            )
     sites.sort(key=lambda s: (s.path, s.line, s.col))
     return sites, errors
 
@@ -395,6 +404,13 @@ def exit_status(sites: Sequence[SpawnSite], errors: Sequence[str]) -> int:
     return 1 if any(not site.allowed for site in sites) else 0
 
 
+def _error_json(error: str) -> dict[str, object]:
+    """A file not checked as ``{path, line, message}`` (a plain string: its text as message)."""
+    if isinstance(error, CheckError):
+        return error.as_json()
+    return {"path": None, "line": None, "message": error}
+
+
 def spawn_sites_json(
     sites: Sequence[SpawnSite], errors: Sequence[str], *, show_allowed: bool = False
 ) -> dict[str, object]:
@@ -412,7 +428,7 @@ def spawn_sites_json(
             }
             for s in shown
         ],
-        "errors": list(errors),
+        "errors": [_error_json(e) for e in errors],
         "bypassing": sum(1 for site in sites if not site.allowed),
         "allowed": sum(1 for site in sites if site.allowed),
     }

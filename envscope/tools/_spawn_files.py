@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from envscope.tools._git_index import Tracked, tracked
 from envscope.tools._ignore import IgnoreRules, read_gitignore, repository_root
 
-__all__ = ["SKIP_DIRS", "VENV_MARKER", "cannot", "printable", "python_files"]
+__all__ = ["SKIP_DIRS", "VENV_MARKER", "CheckError", "cannot", "printable", "python_files"]
 
 SKIP_DIRS = frozenset(
     {".venv", "__pycache__", ".git", "node_modules", ".tox", ".nox", "site-packages", "build"}
@@ -34,8 +34,31 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
-def cannot(path: str, what: str, exc: OSError) -> str:
-    return f"{printable(path)}: cannot {what}: {exc.strerror or type(exc).__name__}"
+class CheckError(str):
+    """A file the check could not read, decode or parse: its text, with its parts.
+
+    The text is ``PATH[:LINE]: MESSAGE`` (the path made printable), what the
+    command line prints; ``path``, ``line`` and ``message`` are what ``--json``
+    and the CI formats give as an object. A ``str``, so it reads as before.
+    """
+
+    path: str
+    line: int | None
+    message: str
+
+    def __new__(cls, path: str, message: str, line: int | None = None) -> CheckError:
+        where = printable(path) if line is None else f"{printable(path)}:{line}"
+        made = super().__new__(cls, f"{where}: {message}")
+        made.path, made.line, made.message = path, line, message
+        return made
+
+    def as_json(self) -> dict[str, object]:
+        """``{path, line, message}``."""
+        return {"path": self.path, "line": self.line, "message": self.message}
+
+
+def cannot(path: str, what: str, exc: OSError) -> CheckError:
+    return CheckError(path, f"cannot {what}: {exc.strerror or type(exc).__name__}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +94,7 @@ class _Outside:
 def _walk(
     top: str,
     seen_dirs: set[tuple[int, int]],
-    errors: list[str],
+    errors: list[CheckError],
     rules: IgnoreRules,
     outside: _Outside,
 ) -> Iterator[str]:
@@ -133,7 +156,7 @@ def _root_rules(top: str, exclude: Sequence[str]) -> tuple[IgnoreRules, _Outside
 
 
 def python_files(
-    paths: Sequence[str], errors: list[str], exclude: Sequence[str] = ()
+    paths: Sequence[str], errors: list[CheckError], exclude: Sequence[str] = ()
 ) -> Iterator[str]:
     """Named files as given; directories walked for ``*.py`` (pruning what is skipped)."""
     seen_dirs: set[tuple[int, int]] = set()
@@ -144,7 +167,7 @@ def python_files(
             errors.append(cannot(path, "read", exc))
             continue
         except ValueError:  # NUL, or text the file system encoding cannot hold
-            errors.append(f"{printable(path)}: cannot read: not a valid path")
+            errors.append(CheckError(path, "cannot read: not a valid path"))
             continue
         if not stat.S_ISDIR(info.st_mode):
             yield path

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from envscope.tools._git_index import parse_index, tracked
-from envscope.tools._spawn_files import python_files
+from envscope.tools._spawn_files import CheckError, python_files
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git program")
 
@@ -97,7 +97,7 @@ def test_the_walk_checks_what_git_calls_the_projects(tmp_path: Path, version: in
     """Tracked files under an ignore pattern are checked; untracked ignored ones are not."""
     repo = _repo(tmp_path)
     _git(repo, "update-index", "--index-version", str(version))
-    errors: list[str] = []
+    errors: list[CheckError] = []
     walked = {
         os.path.relpath(p, repo).replace(os.sep, "/") for p in python_files([str(repo)], errors)
     }
@@ -111,7 +111,7 @@ def test_the_walk_checks_what_git_calls_the_projects(tmp_path: Path, version: in
 def test_exclude_leaves_out_a_tracked_file_too(tmp_path: Path) -> None:
     """--exclude is the user's word: it holds for tracked files as well."""
     repo = _repo(tmp_path)
-    errors: list[str] = []
+    errors: list[CheckError] = []
     walked = {os.path.relpath(p, repo) for p in python_files([str(repo)], errors, ["gen/"])}
     assert not any(p.startswith("gen") for p in walked)
     assert "local_settings.py" in walked

@@ -134,7 +134,9 @@ def test_check_spawns_json_and_stderr(
         ("./a.py", 2, "os.system")
     ]
     assert data["bypassing"] == 1
-    assert data["errors"] == ["./broken.py:1: cannot parse: invalid syntax"]
+    assert data["errors"] == [
+        {"path": "./broken.py", "line": 1, "message": "cannot parse: invalid syntax"}
+    ]
     assert err == "envscope: error: ./broken.py:1: cannot parse: invalid syntax\n"
 
 
