@@ -331,6 +331,10 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         print(_report.format_json(_report.scan_json(reports)), end="")
     else:
         print(_report.format_scan(reports), end="")
+        if os.environ.get("GITHUB_ACTIONS") == "true":
+            from envscope.tools._ci_formats import scan_annotations
+
+            print(scan_annotations(reports), end="")
     return 1 if any(r.problems for r in reports) else 0
 
 

@@ -7,10 +7,11 @@ Pure functions over the check's ``SpawnSite`` list and its errors:
   result at its file, line and column, a site marked
   ``# envscope: allow-inherit`` a result with a suppression, and each file
   that could not be checked a tool notification.
-- ``github_annotations``: one workflow command per finding
+- ``github_annotations`` (``check-spawns``) and ``scan_annotations``
+  (``scan``: its problems and warnings): one workflow command per finding
   (``::error file=…,line=…,col=…,title=…::message``), what the command line
-  prints after its report when ``GITHUB_ACTIONS=true``, so a pull request
-  shows each finding on its line.
+  prints after its text report when ``GITHUB_ACTIONS=true``, so a pull
+  request shows each finding on its line.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from envscope.tools._spawn_check import (
     ALLOW_COMMENT,
@@ -31,7 +33,15 @@ from envscope.tools._spawn_check import (
 )
 from envscope.tools._spawn_files import printable
 
-__all__ = ["SARIF_SCHEMA", "SPAWN_RULES", "github_annotations", "rule_of", "spawn_sites_sarif"]
+__all__ = [
+    "SARIF_SCHEMA",
+    "SPAWN_RULES",
+    "annotation",
+    "github_annotations",
+    "rule_of",
+    "scan_annotations",
+    "spawn_sites_sarif",
+]
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -144,16 +154,42 @@ def _property(text: str) -> str:
     return _data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def annotation(
+    level: str,
+    message: str,
+    *,
+    title: str,
+    path: str | None = None,
+    line: int | None = None,
+    col: int | None = None,
+) -> str:
+    """One GitHub workflow command (``::error file=…,line=…,title=…::message``), escaped."""
+    fields = []
+    if path is not None:
+        fields.append(f"file={_property(printable(os.path.normpath(path)))}")
+        fields += [f"{name}={n}" for name, n in (("line", line), ("col", col)) if n is not None]
+    fields.append(f"title={_property(title)}")
+    return f"::{level} {','.join(fields)}::{_data(printable(message))}\n"
+
+
 def github_annotations(sites: Sequence[SpawnSite], errors: Sequence[str]) -> str:
     """One ``::error`` workflow command per bypassing site and per file not checked."""
-    lines = []
-    for site in sites:
-        if site.allowed:
-            continue
-        path = printable(os.path.normpath(site.path))
-        where = f"file={_property(path)},line={site.line},col={site.col}"
-        title = _property(f"envscope check-spawns: {rule_of(site.reason)}")
-        lines.append(f"::error {where},title={title}::{_data(f'{site.call}: {site.reason}')}")
-    for error in errors:
-        lines.append(f"::error title=envscope check-spawns::{_data(printable(error))}")
-    return "".join(f"{line}\n" for line in lines)
+    out = [
+        annotation("error", f"{site.call}: {site.reason}", path=site.path, line=site.line,
+                   col=site.col, title=f"envscope check-spawns: {rule_of(site.reason)}")
+        for site in sites
+        if not site.allowed
+    ]  # fmt: skip
+    out += [annotation("error", error, title="envscope check-spawns") for error in errors]
+    return "".join(out)
+
+
+def scan_annotations(reports: Sequence[Any]) -> str:
+    """``envscope scan``: an ``::error`` per manifest problem, a ``::warning`` per warning."""
+    out = []
+    for report in reports:
+        for level, found in (("error", report.problems), ("warning", report.warnings)):
+            for p in found:
+                text = f"{p.field}: {p.message}" if p.field else p.message
+                out.append(annotation(level, text, path=p.path, line=p.line, title="envscope scan"))
+    return "".join(out)

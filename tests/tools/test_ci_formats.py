@@ -110,7 +110,27 @@ def test_annotation_text_is_escaped_as_github_reads_it() -> None:
     site = SpawnSite("dir,x/a:b%.py", 3, 5, "sys%tem\nx", _spawn_check.REASON_NO_PARAM, False)
     (line,) = github_annotations([site], []).splitlines()
     assert line.startswith("::error file=dir%2Cx/a%3Ab%25.py,line=3,col=5,")
-    assert line.endswith(f"::sys%25tem%0Ax: {_spawn_check.REASON_NO_PARAM}")
+    assert line.endswith(f"::sys%25tem\\nx: {_spawn_check.REASON_NO_PARAM}")  # printable
+
+
+def test_scan_problems_and_warnings_are_annotated_on_github_actions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plugin = tmp_path / "acme"
+    plugin.mkdir()
+    (plugin / "plugin.yaml").write_text("requires_env:\n  - name: A_TOKEN\n    secert: true\n")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    assert main(["scan", "--plugin", str(plugin)]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("::")]
+    assert line.startswith(f"::warning file={plugin / 'plugin.yaml'},line=3,title=envscope scan::")
+    assert "requires_env[0].secert: unknown key (did you mean 'secret'?)" in line
+    (plugin / "plugin.yaml").write_text("requires_env:\n  - name: A B\n")
+    assert main(["scan", "--plugin", str(plugin)]) == 1
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("::")]
+    assert line.startswith(f"::error file={plugin / 'plugin.yaml'},line=2,title=envscope scan::")
+    monkeypatch.delenv("GITHUB_ACTIONS")
+    assert main(["scan", "--plugin", str(plugin)]) == 1
+    assert "::error" not in capsys.readouterr().out
 
 
 def test_json_and_another_format_disagree(capsys: pytest.CaptureFixture[str]) -> None:
