@@ -261,10 +261,10 @@ def test_no_exception_escapes_the_guard_under_churn(
     host.load_launch_env()
     monkeypatch.delenv("TELEGRAM_BOT_TOKEN")
     envscope.guard(host, mode=mode)  # type: ignore[arg-type]
-    every = 1 if mode == "warn" else 10  # warn: 2,000 real bare spawns; raise: 300 and events
+    every = 1 if mode == "warn" else 10  # warn: 700 real bare spawns; raise: 300 and events
     try:
         deadline = time.monotonic() + 30
-        for n in range(2000 if mode == "warn" else 3000):
+        for n in range(700 if mode == "warn" else 3000):
             _audit_hook("subprocess.Popen", (TRUE, [TRUE], None, None))
             if n % every == 0:
                 try:
