@@ -170,19 +170,21 @@ class _CliSource(_EntrySource):
     """
 
     cli_settings: tuple[str, ...] = ()
+    default_name = ""  # each source's: its name, and its client's command
+    default_executable = ""
 
     def __init__(
         self,
-        name: str,
         entries: Mapping[str, Mapping[str, str]],
         *,
-        environ: Mapping[str, str] | None,
-        executable: str,
-        timeout: float,
+        name: str | None = None,
+        environ: Mapping[str, str] | None = None,
+        executable: str | None = None,
+        timeout: float = 10.0,
     ) -> None:
-        super().__init__(name, entries)
+        super().__init__(self.default_name if name is None else name, entries)
         self._environ = environ
-        self.executable = executable
+        self.executable = self.default_executable if executable is None else executable
         self.timeout = _timeout(type(self).__name__, timeout)
 
     def _argv(self, exe: str, reference: str) -> tuple[str, ...]:
@@ -230,16 +232,8 @@ class OnePasswordSource(_CliSource):
     credential_names: tuple[str, ...] = OP_CREDENTIALS
     _needs = "an op://vault/item/field reference"
 
-    def __init__(
-        self,
-        entries: Mapping[str, Mapping[str, str]],
-        *,
-        name: str = "1password",
-        environ: Mapping[str, str] | None = None,
-        executable: str = "op",
-        timeout: float = 10.0,
-    ) -> None:
-        super().__init__(name, entries, environ=environ, executable=executable, timeout=timeout)
+    default_name = "1password"
+    default_executable = "op"
 
     def _valid(self, reference: str) -> bool:
         return reference.startswith("op://")
@@ -268,16 +262,8 @@ class BitwardenSource(_CliSource):
     credential_names: tuple[str, ...] = BWS_CREDENTIALS
     _needs = "a secret id (a UUID)"
 
-    def __init__(
-        self,
-        entries: Mapping[str, Mapping[str, str]],
-        *,
-        name: str = "bitwarden",
-        environ: Mapping[str, str] | None = None,
-        executable: str = "bws",
-        timeout: float = 10.0,
-    ) -> None:
-        super().__init__(name, entries, environ=environ, executable=executable, timeout=timeout)
+    default_name = "bitwarden"
+    default_executable = "bws"
 
     def _valid(self, reference: str) -> bool:
         return _SECRET_ID.fullmatch(reference) is not None
@@ -319,16 +305,8 @@ class PassSource(_CliSource):
     cli_settings: tuple[str, ...] = ("HOME", "GNUPGHOME", "PASSWORD_STORE_DIR")
     _needs = "a password-store path (no leading '-' or '/', no '..')"
 
-    def __init__(
-        self,
-        entries: Mapping[str, Mapping[str, str]],
-        *,
-        name: str = "pass",
-        environ: Mapping[str, str] | None = None,
-        executable: str = "pass",
-        timeout: float = 10.0,
-    ) -> None:
-        super().__init__(name, entries, environ=environ, executable=executable, timeout=timeout)
+    default_name = "pass"
+    default_executable = "pass"
 
     def _valid(self, reference: str) -> bool:
         return (
