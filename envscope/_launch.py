@@ -462,9 +462,10 @@ class LaunchState:
     def scope(self, home: str, global_names: frozenset[str]) -> Scope:
         """A home's scope: its ``.env``, its secret-source values, then the managed keys.
 
-        Secret sources are fetched on every call (never cached); the scope built
-        from the same ``.env`` values, equal fetched values and the same managed
-        values is the very same objects as last time.
+        Each secret source is asked on every call, unless the host gave it a TTL
+        (then what it answered for this home within the TTL is reused); the
+        scope built from the same ``.env`` values, equal fetched values and the
+        same managed values is the very same objects as last time.
         """
         dotenv = self._home_dotenv(home, self._outside_env(global_names))
         sources = list(self.sources)

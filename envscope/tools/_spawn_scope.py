@@ -38,6 +38,10 @@ _PARENT_ENVIRON = frozenset({"os.environ", "os.environb"})
 _COPIES = frozenset({"copy.copy", "copy.deepcopy"})
 # builtins that hand on the same items (``dict(sorted(os.environ.items()))``)
 _ITEMS_KEPT = frozenset({"sorted", "list", "tuple", "reversed", "iter", "set", "frozenset"})
+# builtins and itertools over several iterables: any of them may hand the items on
+# (``dict(zip(os.environ, os.environ.values()))``, ``dict(filter(f, os.environ.items()))``)
+_ITEMS_MERGED = frozenset({"zip", "filter", "map"})
+_ITERTOOLS = frozenset({"itertools.chain", "itertools.islice", "itertools.filterfalse"})
 # mappings over their arguments: a spawn reads the parent environment through them
 _MAPPINGS = frozenset(
     {
@@ -47,7 +51,7 @@ _MAPPINGS = frozenset(
         "types.MappingProxyType",
     }
 )
-_VIEW_METHODS = frozenset({"copy", "items", "keys"})
+_VIEW_METHODS = frozenset({"copy", "items", "keys", "values"})
 _MODULE_ALIASES = {"posix": "os", "nt": "os"}
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _COMPREHENSIONS = (ast.DictComp, ast.GeneratorExp, ast.ListComp, ast.SetComp)
@@ -130,10 +134,12 @@ def _environ_sources(node: ast.expr, scope: Scope, work: Work) -> Iterable[ast.e
             return [*node.args[:1], *_splats(node)]
         if isinstance(func, ast.Name) and func.id in _ITEMS_KEPT:
             return node.args[:1]
+        if isinstance(func, ast.Name) and func.id in _ITEMS_MERGED:
+            return node.args
         named = qualnames(func, scope, work) if node.args else _EMPTY
         if named & _COPIES:
             return node.args[:1]
-        if named & _MAPPINGS:
+        if named & (_MAPPINGS | _ITERTOOLS):
             return node.args
         return ()
     if isinstance(node, ast.Dict):

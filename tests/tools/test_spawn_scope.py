@@ -78,6 +78,21 @@ REPORTED: list[tuple[str, str, str]] = [
     ("list-items", "subprocess.run(cmd, env=dict(list(os.environ.items())))", REASON_ENVIRON),
     ("tuple-items", "subprocess.run(cmd, env=dict(tuple(os.environ.items())))", REASON_ENVIRON),
     (
+        "zipped-items",
+        "subprocess.run(cmd, env=dict(zip(os.environ.keys(), os.environ.values())))",
+        REASON_ENVIRON,
+    ),
+    (
+        "filtered-items",
+        "subprocess.run(cmd, env=dict(filter(keep, os.environ.items())))",
+        REASON_ENVIRON,
+    ),
+    (
+        "chained-items",
+        "import itertools\nsubprocess.run(cmd, env=dict(itertools.chain(os.environ.items())))",
+        REASON_ENVIRON,
+    ),
+    (
         "chain-map",
         "import collections\nsubprocess.run(cmd, env=collections.ChainMap({}, os.environ))",
         REASON_ENVIRON,
