@@ -10,7 +10,7 @@ import copy
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import jsonschema
 import pytest
@@ -21,6 +21,7 @@ from envscope.cli.config import _model
 from envscope.manifests._schema import ENV_NAME_PATTERN, _validator
 from envscope.schemas import SCHEMAS, load_schema
 from envscope.tools._report import SNAPSHOT_VERSION
+from envscope.tools._snapshot import snapshot_models
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_DIR = ROOT / "envscope" / "schemas"
@@ -46,8 +47,26 @@ def _finish(schema: dict[str, Any], name: str, title: str) -> dict[str, Any]:
     }
 
 
+SNAPSHOT_DESCRIPTION = (
+    "What `envscope snapshot` writes and `envscope explain --json` prints (format version 2), "
+    "and format version 1, which `envscope diff` still reads: keys, decisions and "
+    "fingerprints, never a value (except `values`, only with --show-values)."
+)
+
+
+def _snapshot_schema() -> dict[str, Any]:
+    """One schema for every format version diff reads, from the reader's own models."""
+    from pydantic import TypeAdapter
+
+    models = snapshot_models()
+    versions = [models[v] for v in sorted(models, reverse=True)]
+    union: Any = Union[tuple(versions)]  # noqa: UP007 (a union of a runtime tuple)
+    schema = TypeAdapter(union).json_schema()
+    return {**schema, "description": SNAPSHOT_DESCRIPTION}
+
+
 def generated() -> dict[str, dict[str, Any]]:
-    """The two generated schemas, from the models as they are now."""
+    """The three generated schemas, from the models as they are now."""
     manifest = _manifest_model().model_json_schema()
     # The reader also takes a bare name for an entry (a model_validator before the fields),
     # which pydantic's schema cannot see: say it here.
@@ -60,6 +79,9 @@ def generated() -> dict[str, dict[str, Any]]:
     return {
         "plugin.schema.json": _finish(manifest, "plugin.schema.json", "envscope plugin.yaml"),
         "envscope.schema.json": _finish(config, "envscope.schema.json", "envscope.yaml"),
+        "snapshot.schema.json": _finish(
+            _snapshot_schema(), "snapshot.schema.json", "envscope snapshot"
+        ),
     }
 
 
@@ -205,6 +227,8 @@ def test_snapshot_schema_enums_match_the_vocabulary() -> None:
     """The schema's action and stage enums are exactly the trace's Action and Stage values."""
     from envscope import Action, Stage
 
-    decision = load_schema("snapshot.schema.json")["$defs"]["decision"]["properties"]
-    assert decision["action"]["enum"] == [a.value for a in Action]
-    assert decision["stage"]["enum"] == [s.value for s in Stage]
+    defs = load_schema("snapshot.schema.json")["$defs"]
+    assert defs["Decision"]["properties"]["action"] == {"$ref": "#/$defs/Action"}
+    assert defs["Decision"]["properties"]["stage"] == {"$ref": "#/$defs/Stage"}
+    assert defs["Action"]["enum"] == [a.value for a in Action]
+    assert defs["Stage"]["enum"] == [s.value for s in Stage]

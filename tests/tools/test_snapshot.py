@@ -62,6 +62,7 @@ def v2(**changes: Any) -> dict[str, Any]:
     """A version 2 snapshot (``origin`` an object) whose one entry has fields replaced."""
     snap = entry(**changes)
     snap["envscope_snapshot"] = 2
+    snap["fingerprint_key_id"] = None
     return snap
 
 
@@ -85,7 +86,7 @@ MALFORMED: list[tuple[str, bytes, str | None, str]] = [
     ("version-0", raw(snapshot(envscope_snapshot=0)), None, "not an envscope snapshot"),
     ("missing-keys", raw(snapshot(keys=None)), "keys", "missing"),
     ("keys-list", raw(snapshot(keys=[PLANTED])), "keys", "must be an object, got a list"),
-    ("keys-null", b'{"envscope_snapshot": 1, "child": [], "keys": null}', "keys", "got null"),
+    ("keys-null", raw({**snapshot(), "keys": None}), "keys", "got null"),
     ("missing-child", raw(snapshot(child=None)), "child", "missing"),
     ("child-text", raw(snapshot(child=PLANTED)), "child", "must be a list, got a string"),
     ("child-item-number", raw(snapshot(child=["A", 7])), "child[1]", "must be a string"),
@@ -93,8 +94,55 @@ MALFORMED: list[tuple[str, bytes, str | None, str]] = [
     ("entry-list", raw(snapshot(keys={"A": [PLANTED]})), "keys.A", "must be an object"),
     ("entry-text", raw(snapshot(keys={"A": PLANTED})), "keys.A", "must be an object"),
     ("missing-action", raw(entry(action=None)), "keys.A.action", "missing"),
-    ("action-list", raw(entry(action=[PLANTED])), "keys.A.action", "must be a string"),
-    ("stage-number", raw(entry(stage=3)), "keys.A.stage", "must be a string, got a number"),
+    ("action-list", raw(entry(action=[PLANTED])), "keys.A.action", "must be one of 'kept'"),
+    ("action-unknown", raw(entry(action="vanished")), "keys.A.action", "got a string"),
+    ("stage-number", raw(entry(stage=3)), "keys.A.stage", "'extra', got a number"),
+    ("reason-prose", raw(entry(reason="Not declared")), "keys.A.reason", "does not match"),
+    ("missing-origin", raw(entry(origin=None)), "keys.A.origin", "missing"),
+    ("missing-fingerprint", raw(entry(fingerprint=None)), "keys.A.fingerprint", "missing"),
+    ("fingerprint-not-hex", raw(entry(fingerprint=PLANTED)), "keys.A.fingerprint", "match"),
+    ("missing-home", raw(snapshot(home=None)), "home", "missing"),
+    ("surface-unknown", raw(snapshot(surface="daemon")), "surface", "must be one of"),
+    ("routed-text", raw(snapshot(routed="no")), "routed", "true or false, got a string"),
+    (
+        "policy-problem-number",
+        raw(snapshot(policy={"complete": True, "problems": [1]})),
+        "policy.problems[0]",
+        "must be a string",
+    ),
+    ("warning-record-in-v1", raw(snapshot(warnings=[{"key": "A"}])), "warnings[0]", "a string"),
+    ("key-id-short", raw(snapshot(fingerprint_key_id="abc")), "fingerprint_key_id", "match"),
+    (
+        "v2-missing-key-id",
+        raw({k: v for k, v in v2().items() if k != "fingerprint_key_id"}),
+        "fingerprint_key_id",
+        "missing",
+    ),
+    (
+        "v2-warning-text",
+        raw(v2() | {"warnings": ["A: looks like a token"]}),
+        "warnings[0]",
+        "must be an object, got a string",
+    ),
+    (
+        "v2-origin-extra-field",
+        raw(v2(origin={"kind": "k", "detail": "d", "path": None, "line": None, "value": PLANTED})),
+        "keys.A.origin.value",
+        "not a field",
+    ),
+    (
+        "v2-origin-line-0",
+        raw(v2(origin={"kind": "k", "detail": "d", "path": None, "line": 0})),
+        "keys.A.origin.line",
+        "at least 1",
+    ),
+    (
+        "v2-filtered-only-other",
+        raw(v2() | {"filtered": {"key": [], "only": "all"}}),
+        "filtered.only",
+        "must be one of",
+    ),
+    ("v2-names-fold-null", raw(v2() | {"names_fold": None}), "names_fold", "got null"),
     ("reason-object", raw(entry(reason={PLANTED: 1})), "keys.A.reason", "got an object"),
     ("origin-number", raw(entry(origin=5)), "keys.A.origin", "must be a string or null"),
     ("fingerprint-list", raw(entry(fingerprint=[PLANTED])), "keys.A.fingerprint", "or null"),
@@ -116,13 +164,13 @@ MALFORMED: list[tuple[str, bytes, str | None, str]] = [
     ),
     (
         "v2-origin-line-text",
-        raw(v2(origin={"kind": "k", "detail": "d", "line": "3"})),
+        raw(v2(origin={"kind": "k", "detail": "d", "path": None, "line": "3"})),
         "keys.A.origin.line",
         "must be a number or null, got a string",
     ),
     (
         "v2-origin-line-bool",
-        raw(v2(origin={"kind": "k", "detail": "d", "line": True})),
+        raw(v2(origin={"kind": "k", "detail": "d", "path": None, "line": True})),
         "keys.A.origin.line",
         "got a boolean",
     ),
@@ -182,9 +230,10 @@ def test_diff_on_malformed_snapshot_exits_2(
 
 
 def test_valid_snapshot_with_extra_fields_is_accepted() -> None:
-    """Fields diff does not read (a newer writer's) are left alone; missing optionals are fine."""
-    snap = entry(origin=None, fingerprint=None, extra_field=[1, 2])
+    """Fields a newer writer may add, where the schema leaves them open, are left alone."""
+    snap = entry(extra_field=[1, 2])
     snap["new_top_level"] = {"x": 1}
+    snap["policy"]["new_policy_field"] = True
     assert parse_snapshot(raw(snap), "s.json", SNAPSHOT_VERSIONS) == snap
 
 
@@ -214,12 +263,14 @@ def test_snapshot_path_with_nul_is_exit_2(capsys: pytest.CaptureFixture[str]) ->
     "origin",
     [
         None,
-        {"kind": "catalog", "detail": "d"},
+        {"kind": "catalog", "detail": "d", "path": None, "line": None},
         {"kind": "manifest", "detail": "chatx", "path": "p/plugin.yaml", "line": 4},
+        {"kind": "manifest", "detail": "chatx", "path": "p/plugin.yaml", "line": 4.0},
     ],
-    ids=["null", "no-path", "path-and-line"],
+    ids=["null", "no-path", "path-and-line", "line-written-as-4.0"],
 )
 def test_version_2_origin_objects_are_read(origin: object) -> None:
     """A version 2 snapshot's origin object (or null) is accepted as written."""
-    snap = v2(origin=origin)
+    snap = v2()
+    snap["keys"]["A"]["origin"] = origin
     assert parse_snapshot(raw(snap), "s.json", SNAPSHOT_VERSIONS) == snap
