@@ -1,4 +1,4 @@
-"""The figures of ``make bench``, each measured against its target (``docs/performance.md``)."""
+"""The figures of ``make bench``, each measured against its target (``benchmarks/README.md``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Timing helpers of the benchmark: the run's sizes, a figure, interleaved timing, the floor.
 
-See ``docs/performance.md`` for what the floor is.
+See ``benchmarks/README.md`` for what the floor is.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 Prints a table and writes ``benchmarks/results.json``. Times are ratios
 measured interleaved in the same run (call by call, in rotating order), so a
 busy machine slows both sides alike; absolute times are reported with the
-machine they came from. See ``docs/performance.md`` for what each figure means.
+machine they came from. See ``benchmarks/README.md`` for what each figure means.
 """
 
 from __future__ import annotations

@@ -189,7 +189,7 @@ class _Inotify:
         # poll(2) through ``PyDLL``: the call keeps the GIL. It never waits (a zero
         # timeout), and a gate makes it holding its lock: a poll that let go of the GIL
         # there leaves the lock held by a thread that must win the GIL back, and every
-        # other building thread queues behind it (docs/performance.md, "threads").
+        # other building thread queues behind it (benchmarks/README.md, "threads").
         self.poll = ctypes.PyDLL(None, use_errno=True).poll
         self.poll.argtypes = (ctypes.POINTER(_PollFd), ctypes.c_ulong, ctypes.c_int)
         self.poll.restype = ctypes.c_int
