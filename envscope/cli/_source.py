@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 
 from envscope.errors import ConfigurationError, EnvscopeError, FileError
@@ -109,8 +109,9 @@ def _denied(pid: str, proc_root: str) -> str:
 
 
 # What the host's own code (its module's import, its factory) may raise: every family of
-# Python's built-in exceptions, and envscope's. Each is one error line naming the type and
-# where, never the exception's message (it may quote a value) nor a traceback.
+# Python's built-in exceptions, envscope's, and the exception classes its own modules define
+# (``_classes_of``). Each is one error line naming the type and where, never the exception's
+# message (it may quote a value) nor a traceback.
 _HOST_CODE_FAILURES: tuple[type[BaseException], ...] = (
     ArithmeticError,
     AssertionError,
@@ -148,6 +149,26 @@ def _failure_of(spec: str, doing: str, exc: BaseException) -> ConfigurationError
     )
 
 
+def _classes_of(modules: Iterable[object]) -> tuple[type[BaseException], ...]:
+    """The exception classes the ``modules`` define (not import) at their top level.
+
+    These are the host's own errors: a factory's ``class ConfigMissing(Exception)``, or its
+    package's errors module. Naming them keeps the catch to the host's code's families,
+    not every ``Exception``.
+    """
+    found = []
+    for module in modules:
+        name = getattr(module, "__name__", None)
+        for value in list(getattr(module, "__dict__", {}).values()):
+            if (
+                isinstance(value, type)
+                and issubclass(value, Exception)
+                and value.__module__ == name
+            ):
+                found.append(value)
+    return tuple(found)
+
+
 def _needs_arguments(factory: Callable[..., object]) -> list[str]:
     """The parameters ``factory`` cannot be called without (none: a no-argument factory)."""
     import inspect
@@ -178,9 +199,14 @@ def load_host_factory(spec: str) -> Host:
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `python -m` and uvicorn do
     failure: ConfigurationError | None = None
+    loaded_before = set(sys.modules)
+
+    def loaded_by_host() -> list[object]:
+        return [module for name, module in list(sys.modules.items()) if name not in loaded_before]
+
     try:
         module = importlib.import_module(module_name)
-    except _HOST_CODE_FAILURES as exc:
+    except (*_HOST_CODE_FAILURES, *_classes_of(loaded_by_host())) as exc:
         failure = _failure_of(spec, f"importing {module_name!r}", exc)
     if failure is not None:  # raised outside the handler: no traceback, no context
         raise failure
@@ -198,9 +224,10 @@ def load_host_factory(spec: str) -> Host:
                 "or a factory that takes none"
             )
         factory: Callable[[], object] = target
+        own = [module, sys.modules.get(getattr(factory, "__module__", "") or ""), *loaded_by_host()]
         try:
             target = factory()
-        except _HOST_CODE_FAILURES as exc:
+        except (*_HOST_CODE_FAILURES, *_classes_of(m for m in own if m is not None)) as exc:
             failure = _failure_of(spec, "the factory", exc)
         if failure is not None:
             raise failure

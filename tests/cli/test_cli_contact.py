@@ -482,6 +482,18 @@ BROKEN_HOSTS = {
     "factory raises its own error": (
         f"class Oops(ValueError):\n    pass\n\ndef make():\n    raise Oops({SECRET!r})\n",
         "make", "the factory raised Oops"),
+    "factory raises its own Exception subclass": (
+        f"class Oops(Exception):\n    pass\n\ndef make():\n    raise Oops({SECRET!r})\n",
+        "make", "the factory raised Oops"),
+    "factory raises its package's error": (
+        f"import host_errors\n\ndef make():\n    raise host_errors.HostError({SECRET!r})\n",
+        "make", "the factory raised HostError"),
+    "factory raises an error imported by name": (
+        f"from host_errors import HostError\n\ndef make():\n    raise HostError({SECRET!r})\n",
+        "make", "the factory raised HostError"),
+    "import raises its package's error": (
+        f"import host_errors\nraise host_errors.HostError({SECRET!r})\n",
+        "make", "raised HostError"),
     "factory needs an argument": ("def make(config):\n    return config\n", "make",
                                   "needs arguments (config)"),
     "factory needs a keyword": ("def make(*, token):\n    return token\n", "make",
@@ -499,6 +511,7 @@ def test_a_broken_host_is_one_line_exit_2_no_traceback_no_value(tmp_path: Path, 
     """--host over code that fails in any way: one error line, exit 2, nothing it quoted."""
     source, attr, words = BROKEN_HOSTS[case]
     (tmp_path / "broken_host.py").write_text(source)
+    (tmp_path / "host_errors.py").write_text("class HostError(Exception):\n    pass\n")
     done = subprocess.run(
         [sys.executable, "-m", "envscope", "explain", "--host", f"broken_host:{attr}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
