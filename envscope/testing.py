@@ -21,16 +21,21 @@ gives:
 - ``assert_output_redacted(output, host=...)``: fails naming each secret the
   host holds (``envscope.redact.for_host``) whose value occurs in a child's
   captured output. Never a value.
+- ``incremental_builds_checked()``: within it, every build made from the last
+  one where only plain values changed is compared with the full build
+  (``IncrementalMismatch``, naming keys, when they differ): the debug switch
+  of the incremental build (docs/performance.md).
 
 ``import envscope`` never imports this module (nor pytest).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -39,6 +44,7 @@ from typing import Any, Protocol
 import pytest
 
 from envscope.host import Host
+from envscope.pipeline._delta import check_incremental
 from envscope.pipeline.decision import decide, describe
 from envscope.pipeline.stages import FORCE_PREFIX
 from envscope.policy._declarations import norm, record_repr
@@ -53,6 +59,7 @@ __all__ = [
     "build_host_tree",
     "dotenv_text",
     "host_factory",
+    "incremental_builds_checked",
 ]
 
 LAUNCH = "launch"
@@ -287,3 +294,21 @@ def assert_output_redacted(
     if names:
         count = f"{len(names)} {'secret' if len(names) == 1 else 'secrets'}"
         raise AssertionError(f"output holds {count}: {', '.join(names)}")
+
+
+@contextlib.contextmanager
+def incremental_builds_checked() -> Iterator[None]:
+    """Compare every incremental build with the full build while the block runs.
+
+    A build the memo cannot answer, whose inputs differ from its owner's last
+    build in plain values only, is made from that build (docs/performance.md,
+    "Incremental builds"). Within this block each such child is checked
+    against the full build of the same inputs, order included; a difference
+    raises ``envscope.pipeline._delta.IncrementalMismatch`` naming the keys.
+    The setting before the block is restored after it.
+    """
+    previous = check_incremental(True)
+    try:
+        yield
+    finally:
+        check_incremental(previous)

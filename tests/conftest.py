@@ -17,6 +17,7 @@ from envscope import Catalog, Host
 from envscope.files._dotenv import DOTENV_PARSES
 from envscope.manifests._parse_memo import PARSES
 from envscope.manifests._shared_scans import SCANS
+from envscope.testing import incremental_builds_checked
 
 
 def write_home(root: Path, name: str, dotenv: Mapping[str, str] | str | None = None) -> Path:
@@ -87,13 +88,15 @@ _SIGNALS = tuple(getattr(signal, n) for n in ("SIGPIPE", "SIGXFSZ") if hasattr(s
 @pytest.fixture(autouse=True)
 def _reset_process_state() -> Iterator[None]:
     """Every test starts and ends with no default host, empty process-wide memos, and
-    the signal dispositions it started with."""
+    the signal dispositions it started with; each incremental build is checked against
+    the full build."""
     memos = (SCANS, PARSES, DOTENV_PARSES)
     dispositions = [(number, signal.getsignal(number)) for number in _SIGNALS]
     envscope.configure(None)
     for memo in memos:
         memo.clear()
-    yield
+    with incremental_builds_checked():  # every incremental build in the suite is checked
+        yield
     envscope.configure(None)
     for memo in memos:
         memo.clear()

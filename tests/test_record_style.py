@@ -25,6 +25,7 @@ NOT_FROZEN = {
     "Built": "the CLI's build in progress",
     "CatalogMemo": "a catalog's lookup answers and compiled patterns, filled on the spawn path",
     "BuildRequest": "made on every spawn, then only read (tests/pipeline/test_request.py)",
+    "Evidence": "what a full build hands an incremental one, filled while the build runs",
 }
 """Mutable state, not records: each is named with why it is not frozen."""
 

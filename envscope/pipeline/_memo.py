@@ -81,10 +81,12 @@ class BuildMemo:
 
     MAX_SHAPES = 16  # surfaces x flags a host really uses; more and the memo starts over
 
-    __slots__ = ("_built", "formats")
+    __slots__ = ("_built", "_templates", "formats")
 
     def __init__(self) -> None:
         self._built: dict[Hashable, _Built] = {}
+        # an incremental build's start per slot: a ``_delta.Template``, whose module reads it
+        self._templates: dict[Hashable, object] = {}
         self.formats = FormatMemo()  # the clean values of the last build that searched
 
     def get(
@@ -111,6 +113,19 @@ class BuildMemo:
         if len(self._built) >= self.MAX_SHAPES and shape not in self._built:
             self._built.clear()
         self._built[shape] = (same, equal, dict(child), recording)
+
+    def template(self, slot: Hashable) -> object | None:
+        """What the last untraced build of ``slot`` left (``_delta.template_in`` reads it)."""
+        return self._templates.get(slot)
+
+    def keep_template(self, slot: Hashable, template: object | None) -> None:
+        """Hold ``template`` for ``slot`` (None forgets it), bounded as the children are."""
+        if template is None:
+            self._templates.pop(slot, None)
+            return
+        if len(self._templates) >= self.MAX_SHAPES and slot not in self._templates:
+            self._templates.clear()
+        self._templates[slot] = template
 
     def __len__(self) -> int:
         return len(self._built)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from envscope.policy.catalog import Catalog
     from envscope.policy.surfaces import Surface, SurfacePolicy
 
-__all__ = ["BuildRequest", "HostOptions", "Role", "memo_key"]
+__all__ = ["BuildRequest", "HostOptions", "Role", "memo_key", "template_slot", "unenv_equal"]
 
 
 class Role(enum.Enum):
@@ -174,6 +174,27 @@ def memo_key(request: BuildRequest, *, traced: bool) -> MemoKey:
         shape[i] = tuple(shape[i].items())
     shape.append(traced)
     return tuple(shape), _SAME_OF(request), _EQUAL_OF(request)
+
+
+_ENV_POSITIONS = frozenset(
+    i
+    for i, name in enumerate(n for n, role in _ROLES if role is Role.EQUAL)
+    if name in ("snapshot", "process")
+)
+
+
+def unenv_equal(key: MemoKey) -> tuple[object, ...]:
+    """The key's equal fields but the two parent envs (an incremental build diffs those)."""
+    return tuple(value for i, value in enumerate(key[2]) if i not in _ENV_POSITIONS)
+
+
+def template_slot(key: MemoKey) -> tuple[object, ...]:
+    """An incremental build's slot (``_delta``): the key's shape, each mapping by its keys."""
+    shape = list(key[0])
+    for i in _SHAPE_MAPPINGS:
+        items: tuple[tuple[str, str], ...] = shape[i]  # type: ignore[assignment]
+        shape[i] = tuple(name for name, _ in items)
+    return tuple(shape)
 
 
 def roles() -> Sequence[tuple[str, Role]]:

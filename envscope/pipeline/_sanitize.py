@@ -35,7 +35,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
 
     from envscope.audit.trace import Trace
+    from envscope.pipeline.decision import Verdict
     from envscope.pipeline.secret_rule import SecretRule
+    from envscope.pipeline.stages import Entry
     from envscope.policy.surfaces import BaseFilter
 
 __all__ = ["SanitizeOptions", "sanitize"]
@@ -81,7 +83,11 @@ class SanitizeOptions:
 
 
 def sanitize(
-    entries: Entries, options: SanitizeOptions, *, trace: Trace = NULL_TRACE
+    entries: Entries,
+    options: SanitizeOptions,
+    *,
+    trace: Trace = NULL_TRACE,
+    decided: list[tuple[Entry, Verdict | None]] | None = None,
 ) -> dict[str, str]:
     """Stage 4: allowlist, merge extras, passthrough, unwrap, then one verdict per entry.
 
@@ -100,6 +106,8 @@ def sanitize(
     value is or holds, and the named exemption that keeps it), each recorded;
     (g) drop exported shell functions where asked; (h) last, drop any
     force-prefixed key whatever put it there: none reaches a child.
+    ``decided``, when given, receives each entry as it reached (f), with its
+    verdict: what an incremental build starts from (``_delta``).
     """
     _check_block(options)
     pins = Pins(options.fold)
@@ -109,7 +117,7 @@ def sanitize(
     _check_grants(out, options, pins)
     _resolve_passthrough(out, options, pins, trace)
     _unwrap_forced(out, options, pins, trace)
-    _decide(out, options, trace)
+    _decide(out, options, trace, decided)
     if options.drop_shell_functions:
         functions = [idx for idx, (_, value, _) in out.items() if value.startswith("()")]
         _drop(out, functions, Reason.SHELL_FUNCTION, trace)
@@ -180,7 +188,12 @@ def _check_grants(out: Entries, options: SanitizeOptions, pins: Pins) -> None:
             )
 
 
-def _decide(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
+def _decide(
+    out: Entries,
+    options: SanitizeOptions,
+    trace: Trace,
+    decided: list[tuple[Entry, Verdict | None]] | None = None,
+) -> None:
     """Stage 4 (f): one verdict per entry (``decision.decide_all``), each recorded.
 
     Decided after every filter, by name and by value, so no filter can hide
@@ -191,6 +204,8 @@ def _decide(out: Entries, options: SanitizeOptions, trace: Trace) -> None:
     """
     items = list(out.items())
     verdicts = decide_all(options.rule, [entry for _, entry in items])
+    if decided is not None:
+        decided.extend(zip((entry for _, entry in items), verdicts, strict=True))
     # the caller's own extra (an MCP block is the operator's config: its entries are traced)
     refuse_extra = not (options.drop_refused_extra or options.extra_is_block)
     for (idx, (key, value, layer)), verdict in zip(items, verdicts, strict=True):

@@ -4,7 +4,8 @@ The host checks the caller's arguments and reads what only it may read (the
 process env, the launch residue, the managed file, the policies); everything
 a build needs then travels in one ``BuildRequest`` (``_request``: its
 ``HostOptions`` are the host's configuration). ``run_build`` is pure: it
-reads no file and no ``os.environ``. Read top to bottom: ``build`` →
+reads no file and no ``os.environ``. Read top to bottom: ``build`` (the memo;
+on an untraced miss ``_untraced``: an incremental build, ``_delta``, else) →
 ``run_build`` → stages 1-3 (``_routed_stages``) → stage 4 (``sanitize``, asking
 the build's ``secret_rule``) → the block check → the trace's findings.
 """
@@ -26,7 +27,22 @@ from envscope.audit.trace import (
     keep_value,
 )
 from envscope.pipeline import stages
-from envscope.pipeline._request import BuildRequest, HostOptions, memo_key
+from envscope.pipeline._delta import (
+    Evidence,
+    checking,
+    compare,
+    eligible,
+    rebuild,
+    template_in,
+    template_of,
+)
+from envscope.pipeline._request import (
+    BuildRequest,
+    HostOptions,
+    memo_key,
+    template_slot,
+    unenv_equal,
+)
 from envscope.pipeline._residue_rule import ResidueRule
 from envscope.pipeline._sanitize import SanitizeOptions, sanitize
 from envscope.pipeline.secret_rule import SecretRule
@@ -36,7 +52,7 @@ from envscope.policy.surfaces import BaseFilter, Surface, mcp_allowlist
 
 if TYPE_CHECKING:
     from envscope.pipeline._binding import Binding
-    from envscope.pipeline._memo import BuildMemo, FormatMemo
+    from envscope.pipeline._memo import BuildMemo, FormatMemo, MemoKey
     from envscope.policy._declarations import Origin
 
 __all__ = [
@@ -58,9 +74,11 @@ def build(
     """One child env: the memo asked, on a miss the stages run, the child remembered.
 
     ``memo`` is the owner's (a routed binding's home share, or the host's for
-    unbound builds; ``None``: never remembered); a miss searches only the values
-    its last build did not find clean of credential formats. A traced hit replays the
-    decisions kept with the child into ``trace``; a traced miss records values
+    unbound builds; ``None``: never remembered). An untraced miss is an
+    incremental build where only plain values changed (``_untraced``); a full
+    build searches only the values its owner's last build did not find clean
+    of credential formats. A traced hit replays the decisions kept with the
+    child into ``trace``; a traced miss always runs in full, records values
     where fingerprints go, keeps the recording with the child and replays it.
     """
     if memo is None:
@@ -72,14 +90,42 @@ def build(
         if recording is not None:  # a traced build's own slot: trace is enabled
             trace.replay(recording)
         return child
-    capture = Trace(fingerprint=keep_value) if trace.enabled else NULL_TRACE
+    if not trace.enabled:
+        child = _untraced(request, key, memo)
+        memo.put(*key, child)
+        return child
+    capture = Trace(fingerprint=keep_value)
     child = run_build(request, capture, formats=memo.formats)
-    recording = capture.recording() if trace.enabled else None
-    if recording is not None:
-        trace.replay(recording)
+    recording = capture.recording()
+    trace.replay(recording)
     # Stored under the identities read *before* the build: should another thread
     # replace the managed values meanwhile, the next build misses, never goes stale.
     memo.put(*key, child, recording)
+    return child
+
+
+def _untraced(request: BuildRequest, key: MemoKey, memo: BuildMemo) -> dict[str, str]:
+    """An untraced miss: from the slot's last build where only plain values changed, else full.
+
+    A full build of an eligible shape leaves its template (``_delta``); with
+    ``_delta.checking()`` every incremental child is compared with the full build's.
+    """
+    slot, others = template_slot(key), unenv_equal(key)
+    fit = eligible(request)
+    template = template_in(memo, slot) if fit else None
+    if template is not None:
+        check_parent_envs(request.snapshot, request.process)
+        done = rebuild(template, request, key, others)
+        if done is not None:
+            child, after = done
+            memo.keep_template(slot, after)
+            if checking():
+                compare(child, run_build(request))
+            return child
+    evidence = Evidence() if fit else None
+    child = run_build(request, formats=memo.formats, evidence=evidence)
+    made = None if evidence is None else template_of(request, key, others, evidence)
+    memo.keep_template(slot, made)
     return child
 
 
@@ -259,12 +305,17 @@ def check_parent_envs(snapshot: dict[str, str], process: dict[str, str] | None) 
 
 
 def run_build(
-    request: BuildRequest, trace: Trace = NULL_TRACE, *, formats: FormatMemo | None = None
+    request: BuildRequest,
+    trace: Trace = NULL_TRACE,
+    *,
+    formats: FormatMemo | None = None,
+    evidence: Evidence | None = None,
 ) -> dict[str, str]:
     """The parent envs checked, the four stages, the block check (and the findings if traced).
 
     ``formats`` is the memo owner's record of values clean of credential formats
-    (None: every value is searched).
+    (None: every value is searched). ``evidence``, when given, receives what an
+    incremental build starts from: each decided entry, the rule, stage 4's child.
     """
     check_parent_envs(request.snapshot, request.process)
     options = request.options
@@ -274,9 +325,11 @@ def run_build(
     elif request.managed:  # the launch applied them: stage 3 gives them their layer
         entries = _managed_stage(request, entries, trace)
     stage4 = _sanitize_options(request, parent, entries, formats)
-    child = stages.validate_block(
-        sanitize(entries, stage4, trace=trace), max_total_bytes=options.max_env_bytes, trace=trace
-    )
+    decided = None if evidence is None else evidence.decided
+    sanitized = sanitize(entries, stage4, trace=trace, decided=decided)
+    if evidence is not None:
+        evidence.rule, evidence.sanitized = stage4.rule, dict(sanitized)
+    child = stages.validate_block(sanitized, max_total_bytes=options.max_env_bytes, trace=trace)
     if trace.enabled:
         _finish_trace(trace, child, request)
     return child

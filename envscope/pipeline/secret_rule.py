@@ -258,6 +258,20 @@ class SecretRule:
             return None
         return self.name_context_of(key, value)
 
+    def reads_pair(self, key: str, value: str) -> bool:
+        """True when this rule's secrets depend on the pair ``key=value`` of an env it read.
+
+        The rule reads a pair's value only under a declared name or where name
+        context calls it a credential (``_collect_host``): any other pair may
+        change without changing what the rule withholds (``_delta``).
+        """
+        return self.declaration(key) is not None or self._by_context(key, value) is not None
+
+    @property
+    def formats(self) -> FormatTable | None:
+        """The credential format table this rule searches with (None: no format is a secret)."""
+        return self._formats
+
     def is_known_safe(self, name: str) -> bool:
         """True when the host passes ``name`` knowingly (``Host(known_safe=...)``)."""
         return name.strip().upper() in self._known_safe

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from envscope import Surface, Trace
+from envscope.audit.trace import NULL_TRACE
 from envscope.pipeline import build
-from envscope.pipeline._memo import BuildMemo, FormatMemo
+from envscope.pipeline._delta import check_incremental
+from envscope.pipeline._memo import BuildMemo
 from envscope.pipeline.build import BuildRequest
 from envscope.policy.sources import StaticSource
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
@@ -21,19 +24,21 @@ BASE = {"PATH": "/usr/bin", "CHATX_WEBHOOK_KEY": "w", "CHATX_WORKSPACE": "ws", "
 
 
 @pytest.fixture
-def stage_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def stage_runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """Count the builds that run the stages (a memo hit runs none)."""
     runs = [0]
     real = build.run_build
 
     def counting(
-        request: BuildRequest, trace: Trace, *, formats: FormatMemo | None = None
+        request: BuildRequest, trace: Trace = NULL_TRACE, **options: Any
     ) -> dict[str, str]:
         runs[0] += 1
-        return real(request, trace, formats=formats)
+        return real(request, trace, **options)
 
     monkeypatch.setattr(build, "run_build", counting)
-    return runs
+    previous = check_incremental(False)  # the check runs the stages too: counted apart
+    yield runs
+    check_incremental(previous)
 
 
 def settled() -> InstrumentedFileSystem:
@@ -57,11 +62,11 @@ def test_repeated_build_runs_the_stages_once(
 
 
 @pytest.mark.parametrize(
-    ("change", "expect_key"),
+    ("change", "expect_key", "runs"),
     [
-        (lambda env: env.update(NEW="n"), "NEW"),
-        (lambda env: env.update(K="changed"), "K"),
-        (lambda env: env.pop("K"), None),
+        (lambda env: env.update(NEW="n"), "NEW", 2),
+        (lambda env: env.update(K="changed"), "K", 1),  # a plain value: incremental
+        (lambda env: env.pop("K"), None, 2),
     ],
 )
 def test_changed_base_rebuilds(
@@ -70,15 +75,17 @@ def test_changed_base_rebuilds(
     stage_runs: list[int],
     change: Callable[[dict[str, str]], object],
     expect_key: str | None,
+    runs: int,
 ) -> None:
-    """A base env that differs in any key or value is built afresh."""
+    """A base env that differs in any key or value is built again: a changed plain value
+    from the last build (the stages run once), a new or lost key by the stages."""
     host = make_host(fs=settled())
     base = dict(BASE)
     with host.routed(homes["B"]):
         host.build_subprocess_env(base)
         change(base)
         env = host.build_subprocess_env(base)
-    assert stage_runs[0] == 2
+    assert stage_runs[0] == runs
     assert {k: v for k, v in env.items() if k in base} == {
         k: v for k, v in base.items() if k in env
     }
@@ -91,7 +98,8 @@ def test_changed_base_rebuilds(
 def test_changed_options_rebuild(
     make_host: HostFactory, homes: dict[str, Path], stage_runs: list[int]
 ) -> None:
-    """Each surface, flag, extra and passthrough list is its own build."""
+    """Each surface, flag, extra and passthrough list is its own build (a new value of an
+    ``extra`` key is made from the last build with that key, the stages not run again)."""
     host = make_host(fs=settled())
     calls: list[dict[str, object]] = [
         {},
@@ -105,7 +113,7 @@ def test_changed_options_rebuild(
     with host.routed(homes["B"]):
         results = [host.build_subprocess_env(BASE, **kw) for kw in calls]  # type: ignore[arg-type]
         again = [host.build_subprocess_env(BASE, **kw) for kw in calls]  # type: ignore[arg-type]
-    assert stage_runs[0] == len(calls)
+    assert stage_runs[0] == len(calls) - 1  # {"E": "2"}: from the build of {"E": "1"}
     assert again == results
     assert results[4]["E"] == "1"
     assert results[5]["E"] == "2"

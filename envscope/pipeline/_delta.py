@@ -1,0 +1,248 @@
+"""Incremental builds: a child made from its owner's last one when only plain values changed.
+
+A kanban worker passes a new ``extra={"TASK_ID": …}`` on every spawn; a host's
+environ gains a new value between two spawns. The build memo cannot answer (an
+input changed), yet stages 1-4 would decide every other entry exactly as
+before. A ``Template`` is what an untraced full build leaves its memo owner:
+the inputs it read, its ``SecretRule``, the child before the block check, and
+its *plain* keys: entries of the base (``Layer.BASE``) or of the caller's
+``extra`` (``Layer.EXTRA``) that reached the decision with the value given and
+about which ``decision.decide`` had nothing to say; and its *inert* base keys,
+which no decision read (stage 1 dropped them, the scope, the managed file or
+``extra`` replaced them, the surface filtered them).
+
+Why a template answers. Every step before the decision treats an entry by its
+name alone (stage 1's verdict, the scope and managed overlays, the surface
+filter, the merge of the caller's layers, the force prefix), and the rule
+reads the value of a pair only where ``SecretRule.reads_pair`` says so (a
+declared name, or a name-context credential). So when a build differs from
+the template in the values of plain or inert keys only, each of them a pair
+the rule does not read before and after (same keys, same order, every other
+input the same object or equal), its child is the template's with each
+changed plain entry decided again on the template's rule, then the parent
+envs and the block checked as a full build checks them. A changed entry the
+rule has anything to say about, and anything else (a new key, another
+policy, another format table, a traced build, a surface where values steer
+the path: ``mcp``; passthrough; names that fold) runs the full build, which
+leaves a new template.
+
+The child's key order is the full build's: a patched entry keeps its place.
+``check_incremental(True)`` (``envscope.testing.incremental_builds_checked``)
+runs the full build beside every incremental one and raises
+``IncrementalMismatch`` (naming keys, never values) when they differ;
+``tests/property/test_incremental_differential.py`` pins the two paths equal
+over random sequences of changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from envscope.pipeline._memo import same_objects
+from envscope.pipeline.decision import decide
+from envscope.pipeline.stages import validate_block
+from envscope.policy._layers import Layer
+from envscope.policy.surfaces import Surface
+
+if TYPE_CHECKING:
+    from envscope.pipeline._memo import BuildMemo, MemoKey
+    from envscope.pipeline._request import BuildRequest
+    from envscope.pipeline.decision import Verdict
+    from envscope.pipeline.secret_rule import SecretRule
+    from envscope.pipeline.stages import Entry
+
+__all__ = [
+    "Evidence",
+    "IncrementalMismatch",
+    "Template",
+    "check_incremental",
+    "checking",
+    "compare",
+    "eligible",
+    "rebuild",
+    "template_in",
+    "template_of",
+]
+
+_CHECKING = [False]  # reset seam: check_incremental(False)
+
+
+def check_incremental(on: bool) -> bool:
+    """Run the full build beside every incremental one (``on``); returns the previous setting."""
+    previous = _CHECKING[0]
+    _CHECKING[0] = bool(on)
+    return previous
+
+
+def checking() -> bool:
+    """True when every incremental build is compared with the full build."""
+    return _CHECKING[0]
+
+
+class IncrementalMismatch(AssertionError):
+    """An incremental build differed from the full build (a bug: the message names keys only)."""
+
+
+def compare(incremental: dict[str, str], full: dict[str, str]) -> None:
+    """Raise ``IncrementalMismatch`` unless the two children are equal, order included."""
+    if list(incremental.items()) == list(full.items()):
+        return
+    differ = sorted(
+        {k for k in (*incremental, *full) if incremental.get(k) != full.get(k)}
+        or {"(the key order)"}
+    )
+    raise IncrementalMismatch(f"an incremental build differs from the full build at {differ}")
+
+
+@dataclass(slots=True, repr=False, eq=False)
+class Evidence:
+    """What a full build shows a template: each decided entry and verdict, the rule, the child."""
+
+    decided: list[tuple[Entry, Verdict | None]] = field(default_factory=list)
+    rule: SecretRule | None = None
+    sanitized: dict[str, str] | None = None  # stage 4's child, before the block check
+
+
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class Template:
+    """One owner's last full (or incremental) build of a shape: what it read and decided."""
+
+    same: tuple[object, ...]  # the memo key's same-object part
+    others: tuple[object, ...]  # the equal fields other than the parent envs
+    snapshot: dict[str, str]
+    process: dict[str, str] | None
+    extras: dict[str, str]
+    rule: SecretRule
+    sanitized: dict[str, str]  # the child before the block check
+    plain_base: frozenset[str]  # base keys (as spelled) decided plain
+    plain_extra: frozenset[str]  # extra keys decided plain
+    inert_base: frozenset[str]  # base keys no decision read
+
+    def __repr__(self) -> str:
+        return f"Template({len(self.sanitized)} keys)"  # holds values: a count only
+
+
+def template_in(memo: BuildMemo, slot: tuple[object, ...]) -> Template | None:
+    """The template ``memo`` holds for ``slot`` (the memo holds it untyped: it imports no one)."""
+    found = memo.template(slot)
+    return found if isinstance(found, Template) else None
+
+
+def eligible(request: BuildRequest) -> bool:
+    """True when a build's path up to the decision reads names only (see the module)."""
+    return not (
+        request.options.fold
+        or request.passthrough
+        or request.surface is Surface.MCP
+        or request.granted
+        or not request.options.strip_value_aliases
+    )
+
+
+def template_of(
+    request: BuildRequest, key: MemoKey, others: tuple[object, ...], evidence: Evidence
+) -> Template | None:
+    """The template a full untraced build leaves (None: its shape has no incremental build)."""
+    rule, sanitized = evidence.rule, evidence.sanitized
+    if rule is None or sanitized is None or not eligible(request):
+        return None
+    snapshot, extras = request.snapshot, request.extras
+    introduced = {name.upper() for name in request.applied}  # the launch's sources' names
+    plain_base, plain_extra, reached = [], [], set()
+    for (name, value, layer), verdict in evidence.decided:
+        if layer is Layer.BASE:
+            reached.add(name)
+        if verdict is not None or sanitized.get(name) != value:
+            continue
+        if layer is Layer.BASE and snapshot.get(name) == value and name.upper() not in introduced:
+            plain_base.append(name)
+        elif layer is Layer.EXTRA and extras.get(name) == value:
+            plain_extra.append(name)
+    inert = [n for n in snapshot if n not in reached and n.upper() not in introduced]
+    return Template(
+        key[1],
+        others,
+        snapshot,
+        request.process,
+        extras,
+        rule,
+        sanitized,
+        frozenset(plain_base),
+        frozenset(plain_extra),
+        frozenset(inert),
+    )
+
+
+def _changed(old: dict[str, str], new: dict[str, str]) -> list[str] | None:
+    """The keys whose value differs, or None when the keys or their order differ."""
+    if len(old) != len(new) or list(old) != list(new):
+        return None
+    return [name for name, value in new.items() if value != old[name]]
+
+
+def _unread(rule: SecretRule, old: dict[str, str], new: dict[str, str], names: list[str]) -> bool:
+    """True when the rule reads none of the changed pairs, before or after the change."""
+    return not any(
+        rule.reads_pair(name, old[name]) or rule.reads_pair(name, new[name]) for name in names
+    )
+
+
+def rebuild(
+    template: Template, request: BuildRequest, key: MemoKey, others: tuple[object, ...]
+) -> tuple[dict[str, str], Template] | None:
+    """The child of ``request`` made from ``template``, and the template after it (None: none).
+
+    The caller has checked the parent envs (``build.check_parent_envs``), as a
+    full build does first; the block is checked here as a full build checks it.
+    """
+    from envscope.policy.formats import format_table  # loaded: the template's rule searched
+
+    rule = template.rule
+    if not same_objects(template.same, key[1]) or template.others != others:
+        return None
+    if rule.formats is not format_table():
+        return None  # the format table was replaced: every value is searched again
+    base = _changed(template.snapshot, request.snapshot)
+    extra = _changed(template.extras, request.extras)
+    if base is None or extra is None:
+        return None
+    old_process, process = template.process, request.process
+    if (old_process is None) != (process is None):
+        return None
+    moved = [] if old_process is None or process is None else _changed(old_process, process)
+    if moved is None:
+        return None
+    plain_base, plain_extra, inert = template.plain_base, template.plain_extra, template.inert_base
+    if not all(name in plain_extra for name in extra):
+        return None
+    if not all(name in plain_base or name in inert for name in base):
+        return None
+    if not (
+        _unread(rule, template.snapshot, request.snapshot, base)
+        and _unread(rule, template.extras, request.extras, extra)
+        and (not moved or _unread(rule, old_process or {}, process or {}, moved))
+    ):
+        return None  # the rule's secrets would change: every entry is decided again
+    sanitized = dict(template.sanitized)
+    for name, value, layer in (
+        *((n, request.snapshot[n], Layer.BASE) for n in base if n in plain_base),
+        *((n, request.extras[n], Layer.EXTRA) for n in extra),
+    ):
+        if decide(rule, name, value, layer) is not None:
+            return None  # a verdict to record: the full build says what it is
+        sanitized[name] = value  # in its place: the order a full build gives
+    child = validate_block(dict(sanitized), max_total_bytes=request.options.max_env_bytes)
+    after = Template(
+        template.same,
+        others,
+        request.snapshot,
+        process,
+        request.extras,
+        rule,
+        sanitized,
+        plain_base,
+        plain_extra,
+        inert,
+    )
+    return child, after

@@ -1,0 +1,158 @@
+"""Which changes an incremental build takes (the stages not run again), and that it answers
+as the full build does: a table over the owning function, ``build._untraced``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envscope import EnvValueError, Host, Surface, Trace
+from envscope.pipeline import _delta
+from envscope.policy.formats import format_table
+from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
+
+PAT = next(f.example for f in format_table().formats if f.example.startswith("ghp_"))
+Env = dict[str, str]
+Call = dict[str, Any]
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> tuple[Path, Path, Path]:
+    launch, profile = tmp_path / "launch", tmp_path / "profile"
+    launch.mkdir()
+    profile.mkdir()
+    (launch / ".env").write_text("TELEGRAM_BOT_TOKEN=launch-bot-token-0001\nLAUNCH_ONLY=r\n")
+    (profile / ".env").write_text("B_THING=profile-value\n")
+    managed = tmp_path / "managed.env"
+    managed.write_text("ORG_FLAG=on\n")
+    return launch, profile, managed
+
+
+@pytest.fixture
+def made_incrementally(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
+    """Whether each build that found a template was made from it (the check is off: its
+    full build beside each would count as a build of its own)."""
+    made: list[bool] = []
+    real = _delta.rebuild
+
+    def spying(*args: Any) -> Any:
+        done = real(*args)
+        made.append(done is not None)
+        return done
+
+    monkeypatch.setattr("envscope.pipeline.build.rebuild", spying)
+    previous = _delta.check_incremental(False)
+    yield made
+    _delta.check_incremental(previous)
+
+
+def _set(name: str, value: str) -> Callable[[Env, Call], None]:
+    return lambda env, call: env.__setitem__(name, value)
+
+
+def _delete(name: str) -> Callable[[Env, Call], None]:
+    return lambda env, call: env.__delitem__(name)
+
+
+def _extra(value: str) -> Callable[[Env, Call], None]:
+    return lambda env, call: call.__setitem__("extra", {"TASK_ID": value})
+
+
+# (change, call, made from the last build)
+CHANGES: dict[str, tuple[Callable[[Env, Call], None], Call, bool]] = {
+    "a new extra value": (_extra("task-2"), {}, True),
+    "a plain value": (_set("PLAIN_A", "2"), {}, True),
+    "a POSIX case twin's value": (_set("plain_a", "2"), {}, True),
+    "a residue name's value": (_set("LAUNCH_ONLY", "other"), {}, True),
+    "a managed name's value": (_set("ORG_FLAG", "off"), {}, True),
+    "a plain value, worker surface": (_set("PLAIN_A", "2"), {"surface": Surface.WORKER}, True),
+    "a declared name's value": (_set("TELEGRAM_BOT_TOKEN", "another-token-0002"), {}, False),
+    "a value that copies a secret": (_set("PLAIN_A", "launch-bot-token-0001"), {}, False),
+    "a value that holds a credential format": (_set("PLAIN_A", PAT), {}, False),
+    "a name-context credential": (_set("ACME_API_TOKEN", "Zx9Qw2Er7Ty4Ui1Op3As6Df8"), {}, False),
+    "a new key": (_set("NEW_KEY", "n"), {}, False),
+    "a key deleted": (_delete("plain_a"), {}, False),
+    # the launch env's own vector is kept (it was not introduced): its value is plain
+    "the launch env's injection vector": (_set("LD_PRELOAD", "/tmp/x.so"), {}, True),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("routed", [True, False], ids=["routed", "unrouted"])
+@pytest.mark.parametrize("case", CHANGES)
+def test_what_is_made_from_the_last_build(
+    tree: tuple[Path, Path, Path], made_incrementally: list[bool], case: str, routed: bool
+) -> None:
+    """The table's changes: made from the last build or by the stages; equal to a full build."""
+    launch, profile, managed = tree
+    change, call, incremental = CHANGES[case]
+    env = {"PATH": "/usr/bin", "PLAIN_A": "1", "plain_a": "1", "LAUNCH_ONLY": "r"}
+    env.update(ORG_FLAG="on", ACME_API_TOKEN="x", LD_PRELOAD="")
+    twin_env = dict(env)
+
+    def host_over(environ: Env) -> Host:
+        fs = InstrumentedFileSystem(clock_offset_ns=HOUR_NS)  # the files settled
+        host = Host(launch, environ=environ, managed_env_file=managed, fs=fs)
+        host.load_launch_env()
+        return host
+
+    host, twin = host_over(env), host_over(twin_env)
+    call = {"extra": {"TASK_ID": "task-1"}, **call}
+
+    def child(of: Host, traced: bool) -> dict[str, str] | str:
+        kwargs = {**call, "trace": Trace()} if traced else call
+        try:
+            if routed:
+                with of.routed(profile):
+                    return of.build_subprocess_env(**kwargs)
+            return of.build_subprocess_env(**kwargs)
+        except EnvValueError as exc:
+            return str(exc)
+
+    child(host, False)
+    change(env, call)
+    change(twin_env, call)
+    got, want = child(host, False), child(twin, True)
+    assert made_incrementally == [incremental]
+    assert isinstance(got, str) or list(got.items()) == list(want.items())  # type: ignore[union-attr]
+    assert got == want
+
+
+def test_a_traced_build_is_never_made_from_the_last_build(
+    tree: tuple[Path, Path, Path], made_incrementally: list[bool]
+) -> None:
+    launch, _, managed = tree
+    host = Host(launch, environ={"PATH": "/usr/bin"}, managed_env_file=managed)
+    host.load_launch_env()
+    for n in range(3):
+        host.build_subprocess_env(extra={"TASK_ID": str(n)}, trace=Trace())
+    assert made_incrementally == []
+
+
+@pytest.mark.parametrize(
+    "call",
+    [{"surface": Surface.MCP}, {"passthrough": ["B_THING"]}, {"grant": ["TASK_ID"]}],
+    ids=["mcp", "passthrough", "grant"],
+)
+def test_shapes_whose_path_reads_values_take_the_full_build(
+    tree: tuple[Path, Path, Path], made_incrementally: list[bool], call: Call
+) -> None:
+    launch, profile, managed = tree
+    host = Host(launch, environ={"PATH": "/usr/bin"}, managed_env_file=managed)
+    host.load_launch_env()
+    with host.routed(profile):
+        for n in range(3):
+            host.build_subprocess_env(extra={"TASK_ID": str(n)}, **call)
+    assert made_incrementally == []
+
+
+def test_the_check_names_keys_never_values() -> None:
+    """``compare`` raises naming the keys that differ, or the order, and no value."""
+    with pytest.raises(_delta.IncrementalMismatch, match=r"\['B'\]") as info:
+        _delta.compare({"A": "1", "B": "secret-value-1"}, {"A": "1", "B": "secret-value-2"})
+    assert "secret-value" not in str(info.value)
+    with pytest.raises(_delta.IncrementalMismatch, match="the key order"):
+        _delta.compare({"A": "1", "B": "2"}, {"B": "2", "A": "1"})
+    _delta.compare({"A": "1"}, {"A": "1"})
