@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from envscope.pipeline._memo import same_objects
+from envscope.pipeline._request import check_parent_envs
 from envscope.pipeline.decision import decide
 from envscope.pipeline.stages import validate_block
 from envscope.policy._layers import Layer
@@ -176,9 +177,14 @@ def template_of(
 
 def _changed(old: dict[str, str], new: dict[str, str]) -> list[str] | None:
     """The keys whose value differs, or None when the keys or their order differ."""
+    if old == new:  # one C-level comparison: the common case
+        return []
     if len(old) != len(new) or list(old) != list(new):
         return None
-    return [name for name, value in new.items() if value != old[name]]
+    try:
+        return [name for name, _ in new.items() - old.items()]
+    except TypeError:  # an unhashable value: no env a child can carry (the full build says so)
+        return None
 
 
 def _unread(rule: SecretRule, old: dict[str, str], new: dict[str, str], names: list[str]) -> bool:
@@ -193,8 +199,9 @@ def rebuild(
 ) -> tuple[dict[str, str], Template] | None:
     """The child of ``request`` made from ``template``, and the template after it (None: none).
 
-    The caller has checked the parent envs (``build.check_parent_envs``), as a
-    full build does first; the block is checked here as a full build checks it.
+    The parent envs are checked as a full build checks them first, in their
+    changed entries only (the others passed that check in the template's
+    build), and the block as a full build checks it.
     """
     from envscope.policy.formats import format_table  # loaded: the template's rule searched
 
@@ -218,6 +225,10 @@ def rebuild(
         return None
     if not all(name in plain_base or name in inert for name in base):
         return None
+    check_parent_envs(
+        {name: request.snapshot[name] for name in base},
+        None if process is None else {name: process[name] for name in moved},
+    )
     if not (
         _unread(rule, template.snapshot, request.snapshot, base)
         and _unread(rule, template.extras, request.extras, extra)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
+from envscope._inputs import check_env
 from envscope.policy._declarations import norm
 
 if TYPE_CHECKING:
@@ -29,7 +30,15 @@ if TYPE_CHECKING:
     from envscope.policy.catalog import Catalog
     from envscope.policy.surfaces import Surface, SurfacePolicy
 
-__all__ = ["BuildRequest", "HostOptions", "Role", "memo_key", "template_slot", "unenv_equal"]
+__all__ = [
+    "BuildRequest",
+    "HostOptions",
+    "Role",
+    "check_parent_envs",
+    "memo_key",
+    "template_slot",
+    "unenv_equal",
+]
 
 
 class Role(enum.Enum):
@@ -147,6 +156,17 @@ class BuildRequest:
 
     def __repr__(self) -> str:
         return f"BuildRequest(target={self.target!r}, surface={self.surface.value!r})"
+
+
+def check_parent_envs(snapshot: dict[str, str], process: dict[str, str] | None) -> None:
+    """The parent envs a build starts from hold only strings a child env can carry.
+
+    Checked when a build runs, not when the host copies them: a memo hit
+    hands back the child of an equal env, which this check passed.
+    """
+    check_env(snapshot, "environ" if process is None else "base")
+    if process is not None:
+        check_env(process, "environ")
 
 
 _ROLES: tuple[tuple[str, Role], ...] = tuple(

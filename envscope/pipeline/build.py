@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from envscope._inputs import check_env
 from envscope.audit.trace import (
     NULL_TRACE,
     Action,
@@ -39,6 +38,7 @@ from envscope.pipeline._delta import (
 from envscope.pipeline._request import (
     BuildRequest,
     HostOptions,
+    check_parent_envs,
     memo_key,
     template_slot,
     unenv_equal,
@@ -114,7 +114,6 @@ def _untraced(request: BuildRequest, key: MemoKey, memo: BuildMemo) -> dict[str,
     fit = eligible(request)
     template = template_in(memo, slot) if fit else None
     if template is not None:
-        check_parent_envs(request.snapshot, request.process)
         done = rebuild(template, request, key, others)
         if done is not None:
             child, after = done
@@ -291,17 +290,6 @@ def _sanitize_options(
         own=request.own,
         fold=fold,
     )
-
-
-def check_parent_envs(snapshot: dict[str, str], process: dict[str, str] | None) -> None:
-    """The parent envs a build starts from hold only strings a child env can carry.
-
-    Checked when a build runs, not when the host copies them: a memo hit
-    hands back the child of an equal env, which this check passed.
-    """
-    check_env(snapshot, "environ" if process is None else "base")
-    if process is not None:
-        check_env(process, "environ")
 
 
 def run_build(
