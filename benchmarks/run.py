@@ -35,6 +35,7 @@ from benchmarks.figures import (
     warm_path_figure,
 )
 from benchmarks.guard_cost import guard_figure
+from benchmarks.guard_spawn_cost import guard_spawn_figure
 from benchmarks.measure import FULL, QUICK, Figure
 from benchmarks.redact_cost import redact_figures
 from benchmarks.source_cost import cold_fetch_figures
@@ -176,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         figures += redact_figures(cfg.quick)
         step("runtime guard")
         figures.append(guard_figure(cfg.quick))
+        figures.append(guard_spawn_figure(cfg.quick))
         step("removing the workloads")
     info["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     info["seconds"] = round(time.perf_counter() - step.started, 1)

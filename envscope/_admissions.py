@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 __all__ = ["MAX_HOMES", "MAX_PAIRS_PER_HOME", "Admissions"]
 
 MAX_HOMES = 256
 MAX_PAIRS_PER_HOME = 1024
+_NONE: frozenset[tuple[str, str]] = frozenset()
 
 Pair = tuple[str, str]
 
@@ -52,8 +53,12 @@ class Admissions:
 
     def admitted(self, home: str, key: str, value: str) -> bool:
         """True when a build for ``home`` handed ``key=value`` over as given."""
+        return (key, value) in self.pairs(home)
+
+    def pairs(self, home: str) -> Container[tuple[str, str]]:
+        """The ``(key, value)`` pairs builds for ``home`` handed over as given (a live view)."""
         held = self._homes.get(home)
-        return held is not None and (key, value) in held
+        return _NONE if held is None else held
 
     def reset(self) -> None:
         """Forget every admission (the test seam; a long-lived host may call it too)."""

@@ -30,7 +30,7 @@ from envscope.errors import (
     GuardFailedError,
     SpawnBlockedError,
 )
-from envscope.pipeline.decision import decide, describe
+from envscope.pipeline.decision import describe
 from envscope.policy._cli_source import own_credentials
 from envscope.policy._layers import Layer
 
@@ -99,6 +99,16 @@ def _text(item: object) -> str | None:
     return None
 
 
+def _all_text(env: dict[object, object]) -> bool:
+    """True when every key and value of ``env`` is a ``str`` (two C-level joins)."""
+    try:
+        "".join(env)  # type: ignore[arg-type]
+        "".join(env.values())  # type: ignore[arg-type]
+    except TypeError:
+        return False
+    return True
+
+
 def _env_arg(event: str, args: tuple[object, ...]) -> object:
     """The env argument of a spawn event as the caller passed it (None: inherited)."""
     index = _ENV_ARG.get(event)
@@ -119,6 +129,8 @@ def _env_of(event: str, args: tuple[object, ...]) -> tuple[Mapping[str, str], bo
         return C_ENVIRON.inherited(snapshot_env(os.environ, "os.environ")), True
     if env is os.environ or env is getattr(os, "environb", None):
         return snapshot_env(os.environ, "os.environ"), True
+    if type(env) is dict and _all_text(env):
+        return env, False  # a factory-built env: read as it is (the check only reads)
     items = getattr(env, "items", None)
     if items is None:
         return {}, False
@@ -147,16 +159,15 @@ def offences(
     that one spawn, every other entry of it checked. Each entry is ``KEY`` or
     ``KEY (the value of NAME)``.
     """
-    rule = host.secret_rule(inherit_credentials=not implicit)
+    verdicts = host._context_verdicts(inherit_credentials=not implicit)  # kept per context
     # the process env is a base; an explicit env's names are the host code's own
-    layer = Layer.BASE if implicit else Layer.SPAWN
+    withheld = verdicts.withheld(env, Layer.BASE if implicit else Layer.SPAWN)
+    admitted = host._admitted_here() if withheld and not implicit else ()
     found: list[str] = []
-    for key, value in env.items():
-        if not implicit and (key in source_own or host.admitted(key, value)):
+    for key, value, verdict in withheld:
+        if not implicit and (key in source_own or (key, value) in admitted):
             continue  # a source's own CLI call, or a build handed it over as given
-        verdict = decide(rule, key, value, layer)
-        if verdict is not None and verdict.withheld:
-            found.append(describe(rule, key, verdict))
+        found.append(describe(verdicts.rule, key, verdict))
     return sorted(found)
 
 

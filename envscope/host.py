@@ -13,7 +13,7 @@ import contextvars
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -38,10 +38,11 @@ from envscope.pipeline.build import (
     BuildRequest,
     build,
     check_parent_envs,
+    context_rule,
     parent_env,
-    secret_rule,
     unscrubbed,
 )
+from envscope.pipeline.decision import RuleVerdicts
 from envscope.pipeline.secret_rule import SecretRule
 from envscope.pipeline.stages import FORCE_PREFIX
 from envscope.policy._declarations import (
@@ -568,8 +569,22 @@ class Host:
 
         The same rule ``build_subprocess_env`` applies for these arguments: which
         names are declared for the child, which values are secrets it may not get.
+        Kept by the context's memo owner while its inputs stay the same.
         """
-        return secret_rule(self._request_here(surface, extra, inherit_credentials))
+        return self._context_verdicts(surface, extra, inherit_credentials).rule
+
+    def _context_verdicts(
+        self,
+        surface: Surface | str = Surface.TERMINAL,
+        extra: Mapping[str, object] | None = None,
+        inherit_credentials: bool = False,
+    ) -> RuleVerdicts:
+        """This context's rule with its verdicts remembered (``pipeline.build.context_rule``)."""
+        request = self._request_here(surface, extra, inherit_credentials)
+        binding = request.binding
+        if binding is None:
+            return context_rule(request, None if request.routed else self._memo)
+        return context_rule(request, binding.memo)
 
     def parent_env(self) -> dict[str, str]:
         """The env a build in this context starts from: stages 1-3 over the process env.
@@ -588,6 +603,10 @@ class Host:
         return self._request(
             process, None, extras, surface=surface_of(surface), inherit_credentials=inherit
         )
+
+    def _admitted_here(self) -> Container[tuple[str, str]]:
+        """The pairs builds for this context's home handed over as given (the guard's view)."""
+        return self._admitted.pairs(self._target(None))
 
     def admitted(self, key: str, value: str, home: str | os.PathLike[str] | None = None) -> bool:
         """True when a build for this home handed ``key=value`` over as given.

@@ -81,12 +81,14 @@ class BuildMemo:
 
     MAX_SHAPES = 16  # surfaces x flags a host really uses; more and the memo starts over
 
-    __slots__ = ("_built", "_templates", "formats")
+    __slots__ = ("_built", "_rules", "_templates", "formats")
 
     def __init__(self) -> None:
         self._built: dict[Hashable, _Built] = {}
         # an incremental build's start per slot: a ``_delta.Template``, whose module reads it
         self._templates: dict[Hashable, object] = {}
+        # a context's rule per shape, with the inputs it was made from (``build.context_rule``)
+        self._rules: dict[Hashable, tuple[tuple[object, ...], tuple[object, ...], object]] = {}
         self.formats = FormatMemo()  # the clean values of the last build that searched
 
     def get(
@@ -126,6 +128,21 @@ class BuildMemo:
         if len(self._templates) >= self.MAX_SHAPES and slot not in self._templates:
             self._templates.clear()
         self._templates[slot] = template
+
+    def rule(self, shape: Hashable, same: tuple[object, ...], equal: tuple[object, ...]) -> object:
+        """What ``keep_rule`` kept for ``shape`` from these very inputs (None: nothing)."""
+        kept = self._rules.get(shape)
+        if kept is None or not same_objects(kept[0], same) or kept[1] != equal:
+            return None
+        return kept[2]
+
+    def keep_rule(
+        self, shape: Hashable, same: tuple[object, ...], equal: tuple[object, ...], rule: object
+    ) -> None:
+        """Keep a context's rule (untyped: ``build`` owns its type), bounded as the children are."""
+        if len(self._rules) >= self.MAX_SHAPES and shape not in self._rules:
+            self._rules.clear()
+        self._rules[shape] = (same, equal, rule)
 
     def __len__(self) -> int:
         return len(self._built)

@@ -45,6 +45,7 @@ from envscope.pipeline._request import (
 )
 from envscope.pipeline._residue_rule import ResidueRule
 from envscope.pipeline._sanitize import SanitizeOptions, sanitize
+from envscope.pipeline.decision import RuleVerdicts
 from envscope.pipeline.secret_rule import SecretRule
 from envscope.policy._declarations import OriginKind, norm
 from envscope.policy._layers import Layer
@@ -60,6 +61,7 @@ __all__ = [
     "HostOptions",
     "build",
     "check_parent_envs",
+    "context_rule",
     "own_values",
     "parent_env",
     "run_build",
@@ -243,6 +245,27 @@ def secret_rule(request: BuildRequest, formats: FormatMemo | None = None) -> Sec
         home=(request.options.home_env_var, request.target),
         name_context=request.options.name_context,
     )
+
+
+def context_rule(request: BuildRequest, memo: BuildMemo | None) -> RuleVerdicts:
+    """The rule of this context with its verdicts, kept by ``memo`` while its inputs stay.
+
+    The rule a build of ``request`` applies (``secret_rule``), made once per
+    shape and inputs (the memo key's, and the format table) and then found by
+    one key comparison: the runtime guard asks it on every spawn.
+    """
+    from envscope.policy.formats import format_table  # with a host's first build
+
+    if memo is None:
+        return RuleVerdicts(secret_rule(request))
+    shape, same, equal = memo_key(request, traced=False)
+    same = (*same, format_table() if request.options.strip_value_aliases else None)
+    kept = memo.rule(shape, same, equal)
+    if isinstance(kept, RuleVerdicts):
+        return kept
+    made = RuleVerdicts(secret_rule(request))
+    memo.keep_rule(shape, same, equal, made)
+    return made
 
 
 def _sanitize_options(

@@ -51,13 +51,14 @@ from envscope.policy._layers import BLOCK_LAYERS, LITERAL_LAYERS, Layer
 from envscope.policy._reasons import Reason
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from envscope.pipeline.secret_rule import SecretRule
 
 __all__ = [
     "CALLER_ORIGIN",
     "Exemption",
+    "RuleVerdicts",
     "Verdict",
     "decide",
     "decide_all",
@@ -275,6 +276,66 @@ def decide(
         return None  # the child's own home
     own = is_own(rule, key, value, layer) if own is None else own and rule.routed
     return _decided(rule, key, value, layer, rule.secret_in(key, value, own=own), own)
+
+
+class RuleVerdicts:
+    """A context's rule with its verdicts remembered: what the runtime guard asks per spawn.
+
+    ``decide`` is a pure function of the rule and the entry, so an entry seen
+    before in this context is answered by one lookup. At most ``limit``
+    verdicts per layer are kept (``MAX``); more and the table starts over. A rule is kept (with
+    this table) by its memo owner while the context's inputs stay the same
+    (``build.context_rule``).
+    """
+
+    MAX = 4096  # per layer
+
+    __slots__ = ("_by_layer", "_last", "_limit", "rule")
+
+    def __init__(self, rule: SecretRule, limit: int = MAX) -> None:
+        self.rule = rule
+        self._limit = limit
+        self._by_layer: dict[Layer, dict[tuple[str, str], Verdict | None]] = {}
+        self._last: tuple[Layer, dict[str, str], list[tuple[str, str, Verdict]]] | None = None
+
+    def withheld(self, env: Mapping[str, str], layer: Layer) -> list[tuple[str, str, Verdict]]:
+        """Each entry of ``env`` (of ``layer``) the rule withholds, with its verdict, in order.
+
+        The answer for the last env asked is kept: the same env again (a host
+        spawns one child env many times) costs one comparison.
+        """
+        last = self._last
+        if last is not None and last[0] is layer and last[1] == env:
+            return last[2]
+        verdict_of = self.deciding(layer)
+        found = []
+        for key, value in env.items():
+            verdict = verdict_of(key, value)
+            if verdict is not None and verdict.withheld:
+                found.append((key, value, verdict))
+        self._last = (layer, dict(env), found)  # one attribute: replaced whole
+        return found
+
+    def deciding(self, layer: Layer) -> Callable[[str, str], Verdict | None]:
+        """``decide(self.rule, key, value, layer)`` for entries of ``layer``, remembered."""
+        rule, limit = self.rule, self._limit
+        verdicts = self._by_layer.setdefault(layer, {})
+
+        def verdict(key: str, value: str) -> Verdict | None:
+            pair = (key, value)
+            if pair in verdicts:
+                return verdicts[pair]
+            found = decide(rule, key, value, layer)
+            if len(verdicts) >= limit:
+                verdicts.clear()
+            verdicts[pair] = found
+            return found
+
+        return verdict
+
+    def __repr__(self) -> str:
+        counts = sum(map(len, self._by_layer.values()))
+        return f"RuleVerdicts({counts} verdicts)"  # never a value
 
 
 def held_as_secret(rule: SecretRule, key: str, value: str) -> bool:

@@ -201,8 +201,10 @@ def test_only_the_decision_function_decides_an_entry() -> None:
 @pytest.mark.parametrize("module", sorted(CONSUMERS))
 def test_each_consumer_asks_the_decision_function(module: str) -> None:
     """Stage 4, the guard, envscope.testing, the CLI's masking, the MCP argv check and a host's
-    redactor call it (``held_as_secret`` is its auditor's view, in the decision module)."""
-    assert _calls(PACKAGE / module) & {"decide", "decide_all", "held_as_secret"}
+    redactor call it (``held_as_secret`` is its auditor's view, ``RuleVerdicts.deciding`` and
+    ``withheld`` its remembered form, all in the decision module)."""
+    asked = {"decide", "decide_all", "held_as_secret", "deciding", "withheld"}
+    assert _calls(PACKAGE / module) & asked
 
 
 # Routed to B, whose own scope holds a copy of the launch bot token and the launch

@@ -1,0 +1,96 @@
+"""The context's rule outlives a build: kept while its inputs stay, its verdicts remembered,
+each answer the one ``decide`` gives (what the runtime guard asks on every spawn)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from envscope import Catalog, Host
+from envscope.pipeline.decision import RuleVerdicts, decide
+from envscope.pipeline.secret_rule import SecretRule
+from envscope.policy import formats
+from envscope.policy._layers import Layer
+from envscope.policy._secret_policy import build_policy
+from envscope.policy.formats import format_table, reset_table
+
+POLICY = build_policy(Catalog.default())
+LAUNCH = {"TELEGRAM_BOT_TOKEN": "launch-bot-token-0001"}
+PAT = next(f.example for f in format_table().formats if f.example.startswith("ghp_"))
+KEYS = ["TELEGRAM_BOT_TOKEN", "OPENAI_API_KEY", "NOTE", "ACME_API_TOKEN", "PATH"]
+VALUES = ["launch-bot-token-0001", "x:launch-bot-token-0001@h", PAT, "plain", "short", ""]
+
+
+@given(
+    entries=st.lists(
+        st.tuples(
+            st.sampled_from(KEYS),
+            st.sampled_from(VALUES) | st.text(max_size=12),
+            st.sampled_from([Layer.BASE, Layer.SPAWN, Layer.EXTRA, Layer.SCOPE]),
+        ),
+        max_size=40,
+    ),
+    limit=st.integers(min_value=1, max_value=8),
+)
+def test_remembered_verdicts_are_decides(entries: list[tuple[str, str, Layer]], limit: int) -> None:
+    """Asked in any order, again and again, past its bound: each answer is ``decide``'s."""
+    rule = SecretRule(POLICY, launch_values=(LAUNCH,), formats=format_table())
+    verdicts = RuleVerdicts(rule, limit)  # a small bound: the table starts over often
+    for key, value, layer in entries * 2:
+        assert verdicts.deciding(layer)(key, value) == decide(rule, key, value, layer)
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Host:
+    (tmp_path / "launch").mkdir()
+    (tmp_path / "launch" / ".env").write_text("TELEGRAM_BOT_TOKEN=launch-bot-token-0001\n")
+    made = Host(tmp_path / "launch", environ={"PATH": "/usr/bin", "NOTE": "n"})
+    made.load_launch_env()
+    return made
+
+
+def test_the_rule_is_kept_while_the_inputs_stay(host: Host) -> None:
+    first = host.secret_rule()
+    assert host.secret_rule() is first
+    assert host.secret_rule(inherit_credentials=True) is not first  # another shape
+
+
+def test_a_changed_process_env_makes_a_new_rule(host: Host) -> None:
+    first = host.secret_rule()
+    host._environ["NOTE"] = "changed"
+    assert host.secret_rule() is not first
+
+
+def test_a_new_format_table_makes_a_new_rule(host: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a cache of its own: the worker's shared table stays the one read at import."""
+    monkeypatch.setattr(formats, "format_table", functools.cache(formats.format_table.__wrapped__))
+    first = host.secret_rule()
+    assert host.secret_rule() is first
+    reset_table()
+    assert host.secret_rule() is not first
+    assert host.secret_rule().formats is formats.format_table()
+
+
+@given(
+    envs=st.lists(
+        st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=5),
+        min_size=1,
+        max_size=5,
+    ),
+    layer=st.sampled_from([Layer.BASE, Layer.SPAWN]),
+)
+def test_the_withheld_entries_are_decides(envs: list[dict[str, str]], layer: Layer) -> None:
+    """Each env asked (again, or after another): the entries ``decide`` withholds, in order."""
+    rule = SecretRule(POLICY, launch_values=(LAUNCH,), formats=format_table())
+    verdicts = RuleVerdicts(rule)
+    for env in envs + envs[::-1]:
+        want = []
+        for key, value in env.items():
+            verdict = decide(rule, key, value, layer)
+            if verdict is not None and verdict.withheld:
+                want.append((key, value, verdict))
+        assert verdicts.withheld(env, layer) == want
