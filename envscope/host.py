@@ -158,6 +158,9 @@ class Host:
         from cachetools import LRUCache  # small; imported by the home policies already
 
         self._shares: LRUCache[str, HomeShare] = LRUCache(MAX_HOMES)
+        # a home's last scope passed to routed(home, scope=...), by value: an equal one again
+        # reuses the share (its memo, residue verdicts and rule), as the home's files do
+        self._caller_shares: LRUCache[str, HomeShare] = LRUCache(MAX_HOMES)
         self._memo = BuildMemo()  # builds with no routed() binding (a binding has its own)
         self._binding: contextvars.ContextVar[Binding | None] = contextvars.ContextVar(
             f"envscope-binding-{id(self)}", default=None
@@ -291,9 +294,15 @@ class Host:
                 with self._lock:
                     share = self._shares.get(identity)
             else:
-                values = MappingProxyType(snapshot_env(scope, "scope"))
-                caller = Origin(OriginKind.CALLER, "scope passed to routed()")
-                origins = MappingProxyType({norm(k): caller for k in values})
+                given = snapshot_env(scope, "scope")
+                with self._lock:
+                    share = self._caller_shares.get(identity)
+                if share is not None and share.scope == given:  # an equal scope: its objects
+                    values, origins = share.scope, share.scope_origins
+                else:
+                    values = MappingProxyType(given)
+                    caller = Origin(OriginKind.CALLER, "scope passed to routed()")
+                    origins = MappingProxyType({norm(k): caller for k in values})
                 names = frozenset()
             residue, residue_origins = self._launch.residue()
             fresh = share is None or not share.fits(values, origins, residue, residue_origins)
@@ -311,9 +320,9 @@ class Host:
                 residue_origins=residue_origins,
                 share=share,
             )
-            if scope is None and fresh:
+            if fresh:
                 with self._lock:  # the home's residue verdicts and memo, for its next binding
-                    self._shares[identity] = share
+                    (self._shares if scope is None else self._caller_shares)[identity] = share
         token = self._binding.set(binding)
         try:
             yield binding

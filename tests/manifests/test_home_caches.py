@@ -106,6 +106,26 @@ def test_a_fresh_binding_reuses_the_homes_scope_share_and_memo(world: World) -> 
     assert "LAUNCH_MARKER" not in first
 
 
+def test_an_equal_scope_passed_again_reuses_the_share_and_memo(world: World) -> None:
+    """routed(home, scope=...) with an equal mapping (a new object, or the same one) shares
+    the first binding's scope objects, residue verdicts and memo; another scope does not."""
+    scope = {"WORK_MARKER": "given", "TOKEN_OF_B": "b-value"}
+    with world.host.routed(world.work, scope=scope) as first:
+        child = world.host.build_subprocess_env()
+    for again in (scope, dict(scope)):
+        with world.host.routed(world.work, scope=again) as binding:
+            assert binding.share is first.share
+            assert binding.scope is first.scope
+            assert world.host.build_subprocess_env() == child
+    scope["WORK_MARKER"] = "changed"  # the caller's mapping changed: a new share
+    with world.host.routed(world.work, scope=scope) as binding:
+        assert binding.share is not first.share
+        assert world.host.build_subprocess_env()["WORK_MARKER"] == "changed"
+    with world.host.routed(world.work) as files:  # the home's own files: their own share
+        assert files.share is not first.share
+        assert world.host.build_subprocess_env()["WORK_MARKER"] == "b"
+
+
 def _edit_home_env(w: World) -> None:
     (w.work / ".env").write_text("WORK_MARKER=changed\n")
 
