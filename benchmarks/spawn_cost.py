@@ -43,6 +43,7 @@ WARM_SHARE = 0.10
 TASK_SHARE = 0.10
 PARENT_SHARE = 0.15
 FRESH_SHARE = 0.25
+SCOPE_SHARE = 0.25  # routed(home, scope=the same mapping) + build
 EXPLAIN_RATIO = 1.5
 TRUE = "/bin/true"
 _HELD = contextlib.ExitStack()  # the warm figures' routed() bindings (a dropped one would reset)
@@ -194,8 +195,16 @@ def fresh_and_explain_figures(
         with tracer.routed(home):
             return tracer.build_subprocess_env(base, trace=Trace())
 
+    scoped = w1.host(catalog)
+    given = {f"PROFILE_SETTING_{i}": f"profile-value-{i}" for i in range(6)}  # a caller's scope
+
+    def fresh_scoped() -> object:
+        with scoped.routed(home, scope=given):
+            return scoped.build_subprocess_env(base)
+
     calls = max(cfg.warm_calls // 5, 60)
     samples = interleaved({"fresh": fresh(gated)}, calls, after=spawn)  # one host per loop
+    scope_samples = interleaved({"fresh_scope": fresh_scoped}, calls, after=spawn)
     stamp_samples = interleaved({"fresh_stamp": fresh(stamped)}, calls, after=spawn)
     w2_fresh = fresh(gated2, w2.profiles[0], dict(w2.environ))
     w2_samples = interleaved({"fresh_w2": w2_fresh}, calls, after=spawn)
@@ -216,6 +225,14 @@ def fresh_and_explain_figures(
             "fresh_stamp",
             "spawn",
             None,
+        ),
+        ratio_figure(
+            "w1_fresh_routed_scope_vs_spawn",
+            "W1 fresh routed(home, scope=the same mapping) + build / spawn",
+            scope_samples,
+            "fresh_scope",
+            "spawn",
+            SCOPE_SHARE,
         ),
         ratio_figure(
             "w2_fresh_routed_vs_spawn",
