@@ -278,6 +278,10 @@ def decide(
     return _decided(rule, key, value, layer, rule.secret_in(key, value, own=own), own)
 
 
+_LastEnv = tuple[Layer, tuple[tuple[str, str], ...], list[tuple[str, str, "Verdict"]]]
+"""The last env ``RuleVerdicts.withheld`` answered: its layer, its items in order, the answer."""
+
+
 class RuleVerdicts:
     """A context's rule with its verdicts remembered: what the runtime guard asks per spawn.
 
@@ -296,7 +300,7 @@ class RuleVerdicts:
         self.rule = rule
         self._limit = limit
         self._by_layer: dict[Layer, dict[tuple[str, str], Verdict | None]] = {}
-        self._last: tuple[Layer, dict[str, str], list[tuple[str, str, Verdict]]] | None = None
+        self._last: _LastEnv | None = None
 
     def withheld(self, env: Mapping[str, str], layer: Layer) -> list[tuple[str, str, Verdict]]:
         """Each entry of ``env`` (of ``layer``) the rule withholds, with its verdict, in order.
@@ -304,8 +308,9 @@ class RuleVerdicts:
         The answer for the last env asked is kept: the same env again (a host
         spawns one child env many times) costs one comparison.
         """
+        items = tuple(env.items())  # in order: an env of the same pairs in another order differs
         last = self._last
-        if last is not None and last[0] is layer and last[1] == env:
+        if last is not None and last[0] is layer and last[1] == items:
             return last[2]
         verdict_of = self.deciding(layer)
         found = []
@@ -313,7 +318,7 @@ class RuleVerdicts:
             verdict = verdict_of(key, value)
             if verdict is not None and verdict.withheld:
                 found.append((key, value, verdict))
-        self._last = (layer, dict(env), found)  # one attribute: replaced whole
+        self._last = (layer, items, found)  # one attribute: replaced whole
         return found
 
     def deciding(self, layer: Layer) -> Callable[[str, str], Verdict | None]:
