@@ -14,12 +14,11 @@ several rounds and compares the medians.
 from __future__ import annotations
 
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-from benchmarks.measure import Figure
+from benchmarks.measure import Figure, alternating_children
 
 TARGET_NS = 300.0  # <= 0.3 us added per open() event (issue 14)
 
@@ -57,17 +56,11 @@ def _child(side: str, calls: int, batches: int) -> None:
 
 def measure(rounds: int, calls: int, batches: int) -> dict[str, object]:
     """Alternate baseline and guarded children; the medians of their best ns per call."""
-    samples: dict[str, list[tuple[float, float]]] = {"baseline": [], "guarded": []}
-    for i in range(rounds):
-        order = ["baseline", "guarded"] if i % 2 == 0 else ["guarded", "baseline"]
-        for side in order:
-            out = subprocess.run(
-                [sys.executable, "-m", "benchmarks.guard_cost", "--child", side,
-                 str(calls), str(batches)],
-                capture_output=True, text=True, check=True,
-            )  # fmt: skip
-            event_ns, open_ns = out.stdout.split()
-            samples[side].append((float(event_ns), float(open_ns)))
+    outputs = alternating_children("benchmarks.guard_cost", [str(calls), str(batches)], rounds)
+    samples = {
+        side: [(float(e), float(o)) for e, o in (text.split() for text in texts)]
+        for side, texts in outputs.items()
+    }
 
     def median(side: str, i: int) -> float:
         return statistics.median(s[i] for s in samples[side])

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.measure import Figure
+from benchmarks.measure import Figure, alternating_children
 
 TARGET = 0.10  # the guard adds at most a tenth of a spawn
 RACY_S = 3.1  # files younger than 3 s are read again on every build: wait them out
@@ -71,19 +71,13 @@ def _child(side: str, root: str, spawns: int, batches: int) -> None:
 
 def measure(rounds: int, spawns: int, batches: int) -> dict[str, object]:
     """Alternate baseline and guarded children over a tree written once; their medians."""
-    samples: dict[str, list[float]] = {"baseline": [], "guarded": []}
     with tempfile.TemporaryDirectory(prefix="envscope-guard-spawn-") as root:
         _tree(Path(root))
         time.sleep(RACY_S)
-        for i in range(rounds):
-            order = ["baseline", "guarded"] if i % 2 == 0 else ["guarded", "baseline"]
-            for side in order:
-                out = subprocess.run(
-                    [sys.executable, "-m", "benchmarks.guard_spawn_cost", "--child", side,
-                     root, str(spawns), str(batches)],
-                    capture_output=True, text=True, check=True,
-                )  # fmt: skip
-                samples[side].append(float(out.stdout))
+        outputs = alternating_children(
+            "benchmarks.guard_spawn_cost", [root, str(spawns), str(batches)], rounds
+        )
+    samples = {side: [float(text) for text in texts] for side, texts in outputs.items()}
     baseline = statistics.median(samples["baseline"])
     guarded = statistics.median(samples["guarded"])
     return {

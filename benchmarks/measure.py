@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +22,7 @@ __all__ = [
     "QUICK",
     "Config",
     "Figure",
+    "alternating_children",
     "floor_for",
     "interleaved",
     "make_floor",
@@ -88,6 +91,26 @@ class Figure:
 
 
 # -- timing ----------------------------------------------------------------------
+
+
+def alternating_children(
+    module: str, args: list[str], rounds: int, sides: tuple[str, str] = ("baseline", "guarded")
+) -> dict[str, list[str]]:
+    """Each side's stdout, from ``python -m module --child SIDE *args``, the sides alternated.
+
+    For what one process cannot undo (an audit hook stays installed): each side
+    runs in interpreters of its own, first one side and then the other in
+    turn, so load from elsewhere falls on both alike.
+    """
+    out: dict[str, list[str]] = {side: [] for side in sides}
+    for i in range(rounds):
+        for side in sides if i % 2 == 0 else sides[::-1]:
+            done = subprocess.run(
+                [sys.executable, "-m", module, "--child", side, *args],
+                capture_output=True, text=True, check=True,
+            )  # fmt: skip
+            out[side].append(done.stdout)
+    return out
 
 
 def percentile(samples: list[int], q: float) -> float:
