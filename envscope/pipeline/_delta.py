@@ -3,7 +3,9 @@
 A kanban worker passes a new ``extra={"TASK_ID": …}`` on every spawn; a host's
 environ gains a new value between two spawns. The build memo cannot answer (an
 input changed), yet stages 1-4 would decide every other entry exactly as
-before. A ``Template`` is what an untraced full build leaves its memo owner:
+before. A ``Template`` is what an untraced full build leaves its memo owner
+(from the slot's second full build on: the first leaves ``FIRST_BUILD``, so a
+home built once keeps no rule):
 the inputs it read, its ``SecretRule``, the child before the block check, and
 its *plain* keys: entries of the base (``Layer.BASE``) or of the caller's
 ``extra`` (``Layer.EXTRA``) that reached the decision with the value given and
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
     from envscope.pipeline.stages import Entry
 
 __all__ = [
+    "FIRST_BUILD",
     "Evidence",
     "IncrementalMismatch",
     "Template",
@@ -67,6 +70,9 @@ __all__ = [
 ]
 
 _CHECKING = [False]  # reset seam: check_incremental(False)
+
+FIRST_BUILD = "first build"
+"""What a slot's first full build leaves in its memo: the next full build leaves a template."""
 
 
 def check_incremental(on: bool) -> bool:

@@ -27,6 +27,7 @@ from envscope.audit.trace import (
 )
 from envscope.pipeline import stages
 from envscope.pipeline._delta import (
+    FIRST_BUILD,
     Evidence,
     checking,
     compare,
@@ -109,12 +110,15 @@ def build(
 def _untraced(request: BuildRequest, key: MemoKey, memo: BuildMemo) -> dict[str, str]:
     """An untraced miss: from the slot's last build where only plain values changed, else full.
 
-    A full build of an eligible shape leaves its template (``_delta``); with
+    A slot's first full build leaves a mark (``_delta.FIRST_BUILD``), its later
+    ones a template (``_delta``): a template holds the build's rule, so a home
+    built once (a host touching thousands of homes) keeps none. With
     ``_delta.checking()`` every incremental child is compared with the full build's.
     """
     slot, others = template_slot(key), unenv_equal(key)
     fit = eligible(request)
-    template = template_in(memo, slot) if fit else None
+    kept = memo.template(slot) if fit else None
+    template = template_in(memo, slot) if kept is not None else None
     if template is not None:
         done = rebuild(template, request, key, others)
         if done is not None:
@@ -123,10 +127,12 @@ def _untraced(request: BuildRequest, key: MemoKey, memo: BuildMemo) -> dict[str,
             if checking():
                 compare(child, run_build(request))
             return child
-    evidence = Evidence() if fit else None
+    evidence = Evidence() if kept is not None else None
     child = run_build(request, formats=memo.formats, evidence=evidence)
-    made = None if evidence is None else template_of(request, key, others, evidence)
-    memo.keep_template(slot, made)
+    if evidence is not None:
+        memo.keep_template(slot, template_of(request, key, others, evidence))
+    elif fit:
+        memo.keep_template(slot, FIRST_BUILD)
     return child
 
 

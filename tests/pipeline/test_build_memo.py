@@ -65,7 +65,7 @@ def test_repeated_build_runs_the_stages_once(
     ("change", "expect_key", "runs"),
     [
         (lambda env: env.update(NEW="n"), "NEW", 2),
-        (lambda env: env.update(K="changed"), "K", 1),  # a plain value: incremental
+        (lambda env: env.update(K="changed"), "K", 2),  # the slot's second build: in full
         (lambda env: env.pop("K"), None, 2),
     ],
 )
@@ -77,8 +77,8 @@ def test_changed_base_rebuilds(
     expect_key: str | None,
     runs: int,
 ) -> None:
-    """A base env that differs in any key or value is built again: a changed plain value
-    from the last build (the stages run once), a new or lost key by the stages."""
+    """A base env that differs in any key or value is built again (a slot's second build
+    runs the stages: tests/pipeline/test_incremental.py has the builds made from the last)."""
     host = make_host(fs=settled())
     base = dict(BASE)
     with host.routed(homes["B"]):
@@ -98,8 +98,7 @@ def test_changed_base_rebuilds(
 def test_changed_options_rebuild(
     make_host: HostFactory, homes: dict[str, Path], stage_runs: list[int]
 ) -> None:
-    """Each surface, flag, extra and passthrough list is its own build (a new value of an
-    ``extra`` key is made from the last build with that key, the stages not run again)."""
+    """Each surface, flag, extra and passthrough list is its own build."""
     host = make_host(fs=settled())
     calls: list[dict[str, object]] = [
         {},
@@ -113,7 +112,7 @@ def test_changed_options_rebuild(
     with host.routed(homes["B"]):
         results = [host.build_subprocess_env(BASE, **kw) for kw in calls]  # type: ignore[arg-type]
         again = [host.build_subprocess_env(BASE, **kw) for kw in calls]  # type: ignore[arg-type]
-    assert stage_runs[0] == len(calls) - 1  # {"E": "2"}: from the build of {"E": "1"}
+    assert stage_runs[0] == len(calls)
     assert again == results
     assert results[4]["E"] == "1"
     assert results[5]["E"] == "2"

@@ -111,7 +111,12 @@ def test_what_is_made_from_the_last_build(
         except EnvValueError as exc:
             return str(exc)
 
+    child(host, False)  # the slot's first build leaves a mark, its second a template
+    call_now = dict(call)
+    call["extra"] = {**call["extra"], "TASK_ID": "task-0"}
     child(host, False)
+    call.clear()
+    call.update(call_now)
     change(env, call)
     change(twin_env, call)
     got, want = child(host, False), child(twin, True)
@@ -129,6 +134,23 @@ def test_a_traced_build_is_never_made_from_the_last_build(
     for n in range(3):
         host.build_subprocess_env(extra={"TASK_ID": str(n)}, trace=Trace())
     assert made_incrementally == []
+
+
+def test_a_slot_built_once_keeps_no_template(
+    tree: tuple[Path, Path, Path], made_incrementally: list[bool]
+) -> None:
+    """A template holds its build's rule: a slot built once keeps a mark, not a template,
+    so a host that builds for thousands of homes once each keeps no rule per home."""
+    launch, profile, managed = tree
+    host = Host(launch, environ={"PATH": "/usr/bin"}, managed_env_file=managed)
+    host.load_launch_env()
+    with host.routed(profile) as binding:
+        host.build_subprocess_env(extra={"TASK_ID": "1"})
+        assert list(binding.memo._templates.values()) == [_delta.FIRST_BUILD]
+        host.build_subprocess_env(extra={"TASK_ID": "2"})  # the second: a template
+        assert isinstance(next(iter(binding.memo._templates.values())), _delta.Template)
+        host.build_subprocess_env(extra={"TASK_ID": "3"})  # the third: from it
+    assert made_incrementally == [True]
 
 
 @pytest.mark.parametrize(
