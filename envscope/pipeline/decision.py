@@ -292,7 +292,7 @@ class RuleVerdicts:
     (``build.context_rule``).
     """
 
-    MAX = 4096  # per layer
+    MAX = 512  # per layer: a child env or two, with churn (a per-spawn task id)
 
     __slots__ = ("_by_layer", "_last", "_limit", "rule")
 
