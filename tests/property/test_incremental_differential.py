@@ -98,7 +98,8 @@ def _build(host: Host, call: dict[str, object], *, traced: bool) -> dict[str, st
         return f"{type(exc).__name__}: {exc}"
 
 
-@settings(max_examples=300)  # a third of the builds are incremental: 300 histories
+# a third of the builds are incremental: at least 300 histories (make fuzz: its 20,000)
+@settings(max_examples=max(300, settings().max_examples))
 @given(
     start=st.dictionaries(st.sampled_from(NAMES), VALUES, max_size=8),
     calls=st.lists(BUILD, min_size=1, max_size=2),
