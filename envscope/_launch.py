@@ -62,6 +62,7 @@ __all__ = [
 RACY_WINDOW_NS = 3_000_000_000
 """As the manifest probe's: a 2 s timestamp granularity (FAT) plus clock slack."""
 SOURCE_HOMES_KEPT = 256
+FAILURES_KEPT = 4096  # (source, home) failures left unset: their warnings, oldest out first
 """How many homes' answers a secret source with a TTL keeps (the least recent goes first)."""
 
 
@@ -91,10 +92,11 @@ def file_signature(path: str, now_ns: int) -> FileSignature | None:
     return (st.st_mode, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
+_K = TypeVar("_K")
 _V = TypeVar("_V")
 
 
-class _Bounded(OrderedDict[str, _V]):
+class _Bounded(OrderedDict[_K, _V]):
     """A small LRU by insertion and hit order (the caller holds the lock)."""
 
     def __init__(self, maxsize: int) -> None:
@@ -104,13 +106,13 @@ class _Bounded(OrderedDict[str, _V]):
     def __repr__(self) -> str:  # it holds values: never shown
         return f"_Bounded({len(self)} homes, maxsize={self.maxsize})"
 
-    def hit(self, key: str) -> _V | None:
+    def hit(self, key: _K) -> _V | None:
         found = self.get(key)
         if found is not None:
             self.move_to_end(key)
         return found
 
-    def put(self, key: str, value: _V) -> None:
+    def put(self, key: _K, value: _V) -> None:
         self[key] = value
         self.move_to_end(key)
         while len(self) > self.maxsize:
@@ -180,7 +182,10 @@ class LaunchState:
         # (id of the source, home) -> its last failure left unset there, with the names it
         # left unset. By identity, not name: two sources may share a name, and one's
         # answer must not erase the other's failure.
-        self._failures: dict[tuple[int, str], tuple[SourceError, frozenset[str]]] = {}
+        # bounded as the homes are: a failure pushed out loses its warning, never a value
+        self._failures: _Bounded[tuple[int, str], tuple[SourceError, frozenset[str]]] = _Bounded(
+            FAILURES_KEPT
+        )
         self._dotenv_keys: set[str] = set()
         self._managed_keys: set[str] = set()
         self.managed_values: dict[str, str] | None = None
@@ -193,8 +198,8 @@ class LaunchState:
         self._supplied: set[str] = set()
         self._clock = clock  # what file times are compared with (racy rule)
         self._loads = 0  # grows with every launch load: the residue cache's version
-        self._dotenvs: _Bounded[_DotenvRead] = _Bounded(maxsize)
-        self._scopes: _Bounded[_BuiltScope] = _Bounded(maxsize)
+        self._dotenvs: _Bounded[str, _DotenvRead] = _Bounded(maxsize)
+        self._scopes: _Bounded[str, _BuiltScope] = _Bounded(maxsize)
         self._residue: _Residue | None = None
         # the process env last read by ``scope`` and its global names' entries
         self._outside: tuple[dict[str, str], frozenset[str], dict[str, str]] | None = None
@@ -256,7 +261,7 @@ class LaunchState:
             with self.lock:
                 keep_going = id(source) in self._unset_on_failure
                 if keep_going:
-                    self._failures[(id(source), home)] = (err, declared_names_of(source, home))
+                    self._failures.put((id(source), home), (err, declared_names_of(source, home)))
             if not keep_going:
                 raise
             return {}

@@ -8,6 +8,7 @@ that no error names a value the keyring holds.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -425,3 +426,30 @@ def test_two_sources_of_one_name_keep_their_own_failures(tmp_path: Path) -> None
     trace = Trace()
     host.build_subprocess_env(trace=trace)
     assert [w.key for w in trace.context.warnings if w.kind == "source-unset"] == ["ACME_DSN"]
+
+
+class FailingEverywhere(Failing):
+    """A source that cannot answer for any home."""
+
+    def fetch(self, home: str) -> Mapping[str, str]:
+        raise SourceError("vault", f"secret/{os.path.basename(home)}", "the vault is sealed")
+
+
+def test_failures_left_unset_are_bounded_oldest_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host routing to many homes whose source fails keeps the latest failures only (each
+    pushed out loses its warning, never a value): at most ``FAILURES_KEPT``."""
+    import envscope._launch
+
+    monkeypatch.setattr(envscope._launch, "FAILURES_KEPT", 3)
+    launch = tmp_path / "launch"
+    launch.mkdir()
+    host = Host(launch, environ={"PATH": "/usr/bin"}, catalog=Catalog.default())
+    host.add_secret_source(FailingEverywhere(""), on_failure="unset")
+    host.load_launch_env()
+    for n in range(5):
+        (tmp_path / f"h{n}").mkdir()
+        with host.routed(tmp_path / f"h{n}"):
+            host.build_subprocess_env()
+    assert [f.reference for f in host.source_failures()] == ["secret/h2", "secret/h3", "secret/h4"]
