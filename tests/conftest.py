@@ -79,7 +79,7 @@ def make_host(homes: dict[str, Path]) -> HostFactory:
     return factory
 
 
-# What ``envscope run`` resets before it execs (``cli.main.restore_signals``): a test that
+# What ``envscope run`` resets before it execs (``cli._exec.restore_signals``): a test that
 # stubs the exec would leave the worker with SIGPIPE at its default, killed by any later
 # write to a closed pipe.
 _SIGNALS = tuple(getattr(signal, n) for n in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, n))

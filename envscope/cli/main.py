@@ -12,8 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
-import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +19,7 @@ from typing import Any
 
 from envscope import __version__
 from envscope.audit.trace import Trace
+from envscope.cli._exec import check_command, exec_command
 from envscope.cli._parser import SURFACES, UsageError, missing_operand, output_format, parser
 from envscope.cli._plugin_scan import scan_plugin
 from envscope.cli._source import HostSource
@@ -338,43 +337,6 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     return 1 if any(r.problems for r in reports) else 0
 
 
-# The dispositions Python sets at start-up that survive exec (a handler does not, an
-# ignored signal does): the ones subprocess.Popen(restore_signals=True) restores.
-_RESTORED_SIGNALS = ("SIGPIPE", "SIGXFZ", "SIGXFSZ")
-
-
-def restore_signals() -> None:
-    """Put back the default disposition of every signal Python ignores at start-up."""
-    for name in _RESTORED_SIGNALS:
-        number = getattr(signal, name, None)
-        if number is not None:
-            signal.signal(number, signal.SIG_DFL)
-
-
-def _exec(cmd: Sequence[str], env: Mapping[str, str]) -> int:
-    if os.name != "posix":  # pragma: no cover - exercised on Windows only
-        return subprocess.run(list(cmd), env=dict(env), check=False).returncode
-    restore_signals()  # the child starts as a spawn would, not with Python's SIG_IGNs
-    os.execvpe(cmd[0], list(cmd), dict(env))  # replaces this process
-    return 0  # reached only when a test stubs execvpe
-
-
-def _check_command(cmd: Sequence[str]) -> None:
-    """Refuse what no exec accepts: no command, an empty name, NUL, unencodable text."""
-    if not cmd:
-        raise UsageError("run: no command given (envscope run [--home H] -- CMD ARGS...)")
-    if not cmd[0]:
-        raise UsageError("run: the command name is empty")
-    for position, arg in enumerate(cmd):
-        what = "the command name" if position == 0 else f"argument {position}"
-        if "\0" in arg:
-            raise UsageError(f"run: {what} holds a NUL character")
-        try:
-            os.fsencode(arg)
-        except UnicodeError:
-            raise UsageError(f"run: {what} cannot be encoded for the file system") from None
-
-
 def _redactor(host: Host, env: Mapping[str, str], surface: str) -> Any:
     """``for_host`` over the child's env: every secret value the host holds, masked."""
     from envscope.redact import for_host
@@ -386,7 +348,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
-    _check_command(cmd)
+    check_command(cmd)
     audited = _audited(args)
     host = audited.host
     with host.routed(audited.resolve_home(args.home)):
@@ -398,7 +360,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
             sys.stdout.flush()
             return run_redacted(cmd, env, redactor, sys.stdout.buffer, sys.stderr.buffer)
-        return _exec(cmd, env)
+        return exec_command(cmd, env)
     except FileNotFoundError:  # as env(1): 127 not found, 126 found but not executable
         raise UsageError(f"run: {cmd[0]!r}: command not found", code=127) from None
     except OSError as exc:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from envscope.cli.main import _RESTORED_SIGNALS, main
+from envscope.cli._exec import RESTORED_SIGNALS as _RESTORED_SIGNALS
+from envscope.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = str(ROOT / "fixtures" / "demo" / "envscope.yaml")
