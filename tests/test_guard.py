@@ -6,10 +6,13 @@ import logging
 import os
 import subprocess
 import sys
+import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import envscope
 from envscope import ConfigurationError, Host, SpawnBlockedError, Surface
@@ -337,3 +340,25 @@ def test_the_guards_first_decision_spawns_nothing() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert out.stdout.strip() == "['os.exec']"
+
+
+_ITEM = st.one_of(
+    st.text(max_size=6),
+    st.binary(max_size=6),
+    st.builds(Path, st.text(min_size=1, max_size=6).filter(lambda t: "\0" not in t)),
+    st.integers(),
+)
+
+
+@given(env=st.dictionaries(_ITEM, _ITEM, max_size=6))
+def test_a_dict_env_is_read_as_the_item_by_item_path_reads_it(env: dict[object, object]) -> None:
+    """The fast path for a dict of text (read as it is) gives what the item-by-item decoding
+    gives the same pairs through another mapping type, in order; any other dict takes that path."""
+    args = (["/bin/true"], ["/bin/true"], None, env)
+    wrapped = (["/bin/true"], ["/bin/true"], None, types.MappingProxyType(env))
+    (fast, implicit), (slow, _) = (
+        _env_of("subprocess.Popen", args),
+        _env_of("subprocess.Popen", wrapped),
+    )
+    assert not implicit
+    assert list(fast.items()) == list(slow.items())

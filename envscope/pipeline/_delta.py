@@ -49,7 +49,7 @@ from envscope.policy._layers import Layer
 from envscope.policy.surfaces import Surface
 
 if TYPE_CHECKING:
-    from envscope.pipeline._memo import BuildMemo, MemoKey
+    from envscope.pipeline._memo import MemoKey
     from envscope.pipeline._request import BuildRequest
     from envscope.pipeline.decision import Verdict
     from envscope.pipeline.secret_rule import SecretRule
@@ -60,12 +60,12 @@ __all__ = [
     "Evidence",
     "IncrementalMismatch",
     "Template",
+    "as_template",
     "check_incremental",
     "checking",
     "compare",
     "eligible",
     "rebuild",
-    "template_in",
     "template_of",
 ]
 
@@ -130,10 +130,12 @@ class Template:
         return f"Template({len(self.sanitized)} keys)"  # holds values: a count only
 
 
-def template_in(memo: BuildMemo, slot: tuple[object, ...]) -> Template | None:
-    """The template ``memo`` holds for ``slot`` (the memo holds it untyped: it imports no one)."""
-    found = memo.template(slot)
-    return found if isinstance(found, Template) else None
+def as_template(kept: object) -> Template | None:
+    """What a memo holds for a slot, as a template (None: nothing, or ``FIRST_BUILD``).
+
+    The memo holds it untyped: ``_memo`` imports no module that imports it.
+    """
+    return kept if isinstance(kept, Template) else None
 
 
 def eligible(request: BuildRequest) -> bool:
@@ -150,9 +152,9 @@ def eligible(request: BuildRequest) -> bool:
 def template_of(
     request: BuildRequest, key: MemoKey, others: tuple[object, ...], evidence: Evidence
 ) -> Template | None:
-    """The template a full untraced build leaves (None: its shape has no incremental build)."""
+    """The template a full untraced build of an eligible shape leaves (None: no evidence)."""
     rule, sanitized = evidence.rule, evidence.sanitized
-    if rule is None or sanitized is None or not eligible(request):
+    if rule is None or sanitized is None:  # the build did not reach stage 4's end
         return None
     snapshot, extras = request.snapshot, request.extras
     introduced = {name.upper() for name in request.applied}  # the launch's sources' names

@@ -117,7 +117,7 @@ class BuildMemo:
         self._built[shape] = (same, equal, dict(child), recording)
 
     def template(self, slot: Hashable) -> object | None:
-        """What the last untraced build of ``slot`` left (``_delta.template_in`` reads it)."""
+        """What the last untraced build of ``slot`` left (``_delta.as_template`` reads it)."""
         return self._templates.get(slot)
 
     def keep_template(self, slot: Hashable, template: object | None) -> None:

@@ -29,11 +29,11 @@ from envscope.pipeline import stages
 from envscope.pipeline._delta import (
     FIRST_BUILD,
     Evidence,
+    as_template,
     checking,
     compare,
     eligible,
     rebuild,
-    template_in,
     template_of,
 )
 from envscope.pipeline._request import (
@@ -115,10 +115,11 @@ def _untraced(request: BuildRequest, key: MemoKey, memo: BuildMemo) -> dict[str,
     built once (a host touching thousands of homes) keeps none. With
     ``_delta.checking()`` every incremental child is compared with the full build's.
     """
+    if not eligible(request):
+        return run_build(request, formats=memo.formats)
     slot, others = template_slot(key), unenv_equal(key)
-    fit = eligible(request)
-    kept = memo.template(slot) if fit else None
-    template = template_in(memo, slot) if kept is not None else None
+    kept = memo.template(slot)
+    template = as_template(kept)
     if template is not None:
         done = rebuild(template, request, key, others)
         if done is not None:
@@ -129,10 +130,8 @@ def _untraced(request: BuildRequest, key: MemoKey, memo: BuildMemo) -> dict[str,
             return child
     evidence = Evidence() if kept is not None else None
     child = run_build(request, formats=memo.formats, evidence=evidence)
-    if evidence is not None:
-        memo.keep_template(slot, template_of(request, key, others, evidence))
-    elif fit:
-        memo.keep_template(slot, FIRST_BUILD)
+    made = FIRST_BUILD if evidence is None else template_of(request, key, others, evidence)
+    memo.keep_template(slot, made)
     return child
 
 
