@@ -158,10 +158,14 @@ def _classes_of(modules: Iterable[object]) -> tuple[type[BaseException], ...]:
     """
     found = []
     for module in modules:
-        name = getattr(module, "__name__", None)
-        for value in list(getattr(module, "__dict__", {}).values()):
+        try:  # the namespace as it is: a lazily loaded module is not loaded by reading it
+            namespace = object.__getattribute__(module, "__dict__")
+        except AttributeError:  # an object in sys.modules with no namespace of its own
+            continue
+        name = namespace.get("__name__")
+        for value in list(namespace.values()):
             if (
-                isinstance(value, type)
+                issubclass(type(value), type)  # not isinstance: a lazy module is not loaded
                 and issubclass(value, Exception)
                 and value.__module__ == name
             ):

@@ -491,6 +491,14 @@ BROKEN_HOSTS = {
     "factory raises an error imported by name": (
         f"from host_errors import HostError\n\ndef make():\n    raise HostError({SECRET!r})\n",
         "make", "the factory raised HostError"),
+    "a lazily loaded module beside the error": (
+        "import importlib.util, sys\n"
+        "spec = importlib.util.find_spec('lazy_broken')\n"
+        "spec.loader = importlib.util.LazyLoader(spec.loader)\n"
+        "lazy = sys.modules['lazy_broken'] = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(lazy)\n"
+        f"class Oops(Exception):\n    pass\n\ndef make():\n    raise Oops({SECRET!r})\n",
+        "make", "the factory raised Oops"),
     "import raises its package's error": (
         f"import host_errors\nraise host_errors.HostError({SECRET!r})\n",
         "make", "raised HostError"),
@@ -512,6 +520,7 @@ def test_a_broken_host_is_one_line_exit_2_no_traceback_no_value(tmp_path: Path, 
     source, attr, words = BROKEN_HOSTS[case]
     (tmp_path / "broken_host.py").write_text(source)
     (tmp_path / "host_errors.py").write_text("class HostError(Exception):\n    pass\n")
+    (tmp_path / "lazy_broken.py").write_text("raise RuntimeError('loaded only when read')\n")
     done = subprocess.run(
         [sys.executable, "-m", "envscope", "explain", "--host", f"broken_host:{attr}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
