@@ -221,6 +221,13 @@ def _on_spawn(event: str, args: tuple[object, ...]) -> None:
     except _CHECK_FAILURES as exc:
         _on_failure(active, event, exc)
         return
+    exempted = sorted(name for name in own if name in env) if own and not implicit else ()
+    if exempted:  # the exemption's record: the names it passed, never a value
+        logging.getLogger(LOGGER).debug(
+            "%s: %s passed to a secret source's own client (source-own)",
+            event,
+            ", ".join(exempted),
+        )
     if not keys:
         return
     site = _call_site()

@@ -132,6 +132,27 @@ def test_a_sources_own_cli_call_runs_under_the_guard(
 
 
 @pytest.mark.parametrize("kind", ["1password", "bitwarden"])
+def test_the_exemption_leaves_a_record_naming_what_it_passed(
+    guarded: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    """Each spawn the exemption passes is recorded at DEBUG on ``envscope.guard``: the event
+    and the credential names, never a value."""
+    source, handed = SOURCES[kind](guarded)
+    for name, value in handed.items():
+        monkeypatch.setenv(name, value)
+    host = Host(write_home(guarded, "A"))
+    host.add_secret_source(source)  # type: ignore[arg-type]
+    envscope.guard(host, mode="raise")
+    with caplog.at_level(logging.DEBUG, logger="envscope.guard"):
+        host.load_launch_env()
+    (record,) = [r for r in caplog.records if "source-own" in r.getMessage()]
+    assert record.levelno == logging.DEBUG
+    for name, value in handed.items():
+        assert name in record.getMessage()
+        assert value not in record.getMessage()
+
+
+@pytest.mark.parametrize("kind", ["1password", "bitwarden"])
 def test_the_exemption_ends_with_the_call(
     guarded: Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
