@@ -41,14 +41,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from envscope.errors import EnvscopeError
 from envscope.pipeline._memo import same_objects
 from envscope.pipeline._request import check_parent_envs
 from envscope.pipeline.decision import decide
-from envscope.pipeline.stages import validate_block
+from envscope.pipeline.stages import block_bytes, entry_bytes, validate_block
 from envscope.policy._layers import Layer
 from envscope.policy.surfaces import Surface
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from envscope.pipeline._memo import MemoKey
     from envscope.pipeline._request import BuildRequest
     from envscope.pipeline.decision import Verdict
@@ -91,8 +94,22 @@ class IncrementalMismatch(AssertionError):
     """An incremental build differed from the full build (a bug: the message names keys only)."""
 
 
-def compare(incremental: dict[str, str], full: dict[str, str]) -> None:
-    """Raise ``IncrementalMismatch`` unless the two children are equal, order included."""
+def compare(incremental: dict[str, str], full: Callable[[], dict[str, str]]) -> None:
+    """Raise ``IncrementalMismatch`` unless the full build (``full()``) makes the same child.
+
+    Equal as mappings and in key order; a full build that raises where the
+    incremental one made a child is a mismatch too (its error is named, never a value).
+    """
+    try:
+        made = full()
+    except EnvscopeError as exc:
+        raise IncrementalMismatch(
+            f"the full build raises {type(exc).__name__} where an incremental build made a child"
+        ) from None
+    _compare(incremental, made)
+
+
+def _compare(incremental: dict[str, str], full: dict[str, str]) -> None:
     if list(incremental.items()) == list(full.items()):
         return
     differ = sorted(
@@ -122,6 +139,7 @@ class Template:
     extras: dict[str, str]
     rule: SecretRule
     sanitized: dict[str, str]  # the child before the block check
+    size: int | None  # its block's bytes when every entry passes as is (``stages.block_bytes``)
     plain_base: frozenset[str]  # base keys (as spelled) decided plain
     plain_extra: frozenset[str]  # extra keys decided plain
     inert_base: frozenset[str]  # base keys no decision read
@@ -177,6 +195,7 @@ def template_of(
         extras,
         rule,
         sanitized,
+        block_bytes(sanitized),
         frozenset(plain_base),
         frozenset(plain_extra),
         frozenset(inert),
@@ -200,6 +219,14 @@ def _unread(rule: SecretRule, old: dict[str, str], new: dict[str, str], names: l
     return not any(
         rule.reads_pair(name, old[name]) or rule.reads_pair(name, new[name]) for name in names
     )
+
+
+def _resized(size: int | None, name: str, old: str, new: str) -> int | None:
+    """The block's bytes after ``name``'s value went from ``old`` to ``new`` (None: look closer)."""
+    if size is None:
+        return None
+    grown, shrunk = entry_bytes(name, new), entry_bytes(name, old)
+    return None if grown is None or shrunk is None else size + grown - shrunk
 
 
 def rebuild(
@@ -244,14 +271,21 @@ def rebuild(
     ):
         return None  # the rule's secrets would change: every entry is decided again
     sanitized = dict(template.sanitized)
+    size = template.size
     for name, value, layer in (
         *((n, request.snapshot[n], Layer.BASE) for n in base if n in plain_base),
         *((n, request.extras[n], Layer.EXTRA) for n in extra),
     ):
         if decide(rule, name, value, layer) is not None:
             return None  # a verdict to record: the full build says what it is
+        size = _resized(size, name, sanitized[name], value)
         sanitized[name] = value  # in its place: the order a full build gives
-    child = validate_block(dict(sanitized), max_total_bytes=request.options.max_env_bytes)
+    limit = request.options.max_env_bytes
+    if size is None or size > limit:  # the block checked entry by entry, as a full build does
+        child = validate_block(dict(sanitized), max_total_bytes=limit)
+        size = block_bytes(sanitized)
+    else:
+        child = dict(sanitized)  # every entry passes as is: the checks a full build makes
     after = Template(
         template.same,
         others,
@@ -260,6 +294,7 @@ def rebuild(
         request.extras,
         rule,
         sanitized,
+        size,
         plain_base,
         plain_extra,
         inert,

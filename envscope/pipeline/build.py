@@ -126,7 +126,7 @@ def _untraced(request: BuildRequest, key: MemoKey, memo: BuildMemo) -> dict[str,
             child, after = done
             memo.keep_template(slot, after)
             if checking():
-                compare(child, run_build(request))
+                compare(child, lambda: run_build(request))
             return child
     evidence = Evidence() if kept is not None else None
     child = run_build(request, formats=memo.formats, evidence=evidence)

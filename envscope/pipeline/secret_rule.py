@@ -391,19 +391,21 @@ class SecretRule:
         (trimmed): the exemption covers that key, never a second credential
         beside it, which is a match of its own.
         """
-        from envscope.policy.formats import FORMATS_SOURCE  # loaded: ``formats`` is its
-
         formats = self._formats
         if formats is None:
             return []
+        read = as_read(value)
+        # inside a declared secret as strict: that secret decides it
+        found = [s for s in formats.spans(read) if not covered(s[1], s[2], spans, Grade.HOST)]
+        if not found:
+            return []  # the common case: no name lookup, no import
+        from envscope.policy.formats import FORMATS_SOURCE  # loaded: ``formats`` is its
+
         name = key.strip().upper()
         provider = self._policy.catalog.provider_of(name)
         safe = name in self._known_safe
-        read = as_read(value)
         out = []
-        for fmt, start, end in formats.spans(read):
-            if covered(start, end, spans, Grade.HOST):
-                continue  # inside a declared secret as strict: that secret decides it
+        for fmt, start, end in found:
             own_provider = fmt.provider is not None and provider == fmt.provider
             exemption = Exemption.KNOWN_SAFE if safe else None
             if (

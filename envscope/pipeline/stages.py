@@ -269,29 +269,48 @@ def _utf8_len(text: str) -> int:
     return len(text.encode("utf-8", "surrogateescape")) if not text.isascii() else len(text)
 
 
-def _fits(env: dict[str, str], max_total_bytes: int) -> bool:
-    """The common case in a few C-level passes: every entry valid and small, the block too.
+def block_bytes(env: dict[str, str]) -> int | None:
+    """The env block's size in bytes when every entry can pass as it is (None: look closer).
 
-    False means "look closer" (``validate_block`` then checks entry by entry).
+    The common case in a few C-level passes: every name valid, no value with a
+    NUL or a lone surrogate, no entry over ``MAX_VALUE_BYTES``. Each entry
+    counts its ``=`` and terminating NUL. ``validate_block`` checks entry by
+    entry where this says None.
     """
     count = len(env)
     if not count:
-        return True
+        return 0
     keys = "=".join(env)
     values = "=".join(env.values())
     if "" in env or keys.count("=") != count - 1 or "\x00" in keys or "\x00" in values:
-        return False
+        return None
     try:
         # the joins hold count - 1 separators each; an entry adds "=" and a NUL
         total = _utf8_len(keys) + _utf8_len(values) + 2
     except UnicodeEncodeError:
-        return False
-    if total > max_total_bytes:
-        return False
+        return None
     if total <= MAX_VALUE_BYTES:
-        return True
+        return total
     # no entry can be over the limit when even 4 bytes per character would fit
-    return 4 * (max(map(len, env)) + max(map(len, env.values()))) + 2 <= MAX_VALUE_BYTES
+    if 4 * (max(map(len, env)) + max(map(len, env.values()))) + 2 <= MAX_VALUE_BYTES:
+        return total
+    return None
+
+
+def entry_bytes(key: str, value: str) -> int | None:
+    """One entry's share of the block, ``"=".join`` and NUL counted (None: it cannot pass as is).
+
+    ``key`` is a name the block already carried (valid). None for a value with
+    a NUL or a lone surrogate, or an entry over ``MAX_VALUE_BYTES``: the block
+    is then checked entry by entry (``validate_block``).
+    """
+    if "\x00" in value:
+        return None
+    try:
+        size = _utf8_len(key) + _utf8_len(value) + 2
+    except UnicodeEncodeError:
+        return None
+    return size if size <= MAX_VALUE_BYTES else None
 
 
 def validate_block(
@@ -305,7 +324,8 @@ def validate_block(
     ``EnvValueError`` naming the key (the largest one for the block), never a
     silent ``E2BIG`` at spawn time.
     """
-    if _fits(env, max_total_bytes):
+    total = block_bytes(env)
+    if total is not None and total <= max_total_bytes:
         return env
     env = dict(env)  # a stage never mutates its input
     total = 0

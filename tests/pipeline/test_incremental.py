@@ -171,10 +171,64 @@ def test_shapes_whose_path_reads_values_take_the_full_build(
 
 
 def test_the_check_names_keys_never_values() -> None:
-    """``compare`` raises naming the keys that differ, or the order, and no value."""
+    """``compare`` raises naming the keys that differ, the order, or the full build's error
+    type, and no value."""
     with pytest.raises(_delta.IncrementalMismatch, match=r"\['B'\]") as info:
-        _delta.compare({"A": "1", "B": "secret-value-1"}, {"A": "1", "B": "secret-value-2"})
+        _delta.compare({"A": "1", "B": "secret-value-1"}, lambda: {"A": "1", "B": "secret-value-2"})
     assert "secret-value" not in str(info.value)
     with pytest.raises(_delta.IncrementalMismatch, match="the key order"):
-        _delta.compare({"A": "1", "B": "2"}, {"B": "2", "A": "1"})
-    _delta.compare({"A": "1"}, {"A": "1"})
+        _delta.compare({"A": "1", "B": "2"}, lambda: {"B": "2", "A": "1"})
+
+    def refused() -> dict[str, str]:
+        raise EnvValueError("B", "the block is over the cap: secret-value-3")
+
+    with pytest.raises(_delta.IncrementalMismatch, match="raises EnvValueError") as info:
+        _delta.compare({"A": "1", "B": "secret-value-3"}, refused)
+    assert "secret-value" not in str(info.value)
+    _delta.compare({"A": "1"}, lambda: {"A": "1"})
+
+
+CAP = 4096
+# (the changed value of PLAIN_A, made from the last build): the template's block fits the cap
+SIZES: dict[str, tuple[str, bool]] = {
+    "the block still under the cap": ("s" * 100, True),
+    "wider in UTF-8 than in characters, still under": ("é" * 900, True),
+    "the block over the cap by the change": ("b" * 3000, False),
+    "wider in UTF-8 than in characters, over": ("é" * 1400, False),
+    "the entry over the per-entry limit": ("c" * (128 * 1024), False),
+}
+
+
+@pytest.mark.parametrize("case", SIZES)
+def test_a_changed_value_is_checked_against_the_cap_as_a_full_build_checks_it(
+    tree: tuple[Path, Path, Path], made_incrementally: list[bool], case: str
+) -> None:
+    """The patched child's block size is the template's resized by the changed entry: a change
+    under the cap is made from the last build, one over it raises the full build's error."""
+    launch, profile, managed = tree
+    value, fits = SIZES[case]
+    env = {"PATH": "/usr/bin", "PLAIN_A": "1", "FILLER": "f" * 1500}
+    twin_env = dict(env)
+    hosts = []
+    for environ in (env, twin_env):
+        fs = InstrumentedFileSystem(clock_offset_ns=HOUR_NS)
+        host = Host(launch, environ=environ, managed_env_file=managed, fs=fs, max_env_bytes=CAP)
+        host.load_launch_env()
+        hosts.append(host)
+
+    def child(of: Host, traced: bool) -> dict[str, str] | str:
+        try:
+            with of.routed(profile):
+                return of.build_subprocess_env(trace=Trace() if traced else None)
+        except EnvValueError as exc:
+            return str(exc)
+
+    child(hosts[0], False)  # the slot's first build leaves a mark, its second a template
+    env["PLAIN_A"] = "2"
+    child(hosts[0], False)
+    env["PLAIN_A"] = twin_env["PLAIN_A"] = value
+    got = child(hosts[0], False)
+    want = child(hosts[1], True)
+    assert got == want
+    assert isinstance(got, dict) is fits
+    assert made_incrementally == [True] if fits else made_incrementally in ([], [False])

@@ -34,14 +34,14 @@ ENVS = st.dictionaries(NAMES, VALUES, max_size=8)
 
 def careful(env: dict[str, str], cap: int) -> dict[str, str] | str:
     """``validate_block`` with its whole-block check turned off: the entry-by-entry walk."""
-    real = stages._fits
-    stages._fits = lambda env, cap: False  # type: ignore[assignment]
+    real = stages.block_bytes
+    stages.block_bytes = lambda env: None
     try:
         return validate_block(dict(env), max_total_bytes=cap)
     except EnvValueError as exc:
         return str(exc)
     finally:
-        stages._fits = real
+        stages.block_bytes = real
 
 
 @given(ENVS, st.sampled_from([64, 4096, MAX_VALUE_BYTES + 64, 1 << 20]))
@@ -58,6 +58,32 @@ def test_block_check_matches_the_entry_walk(env: dict[str, str], cap: int) -> No
     except EnvValueError as exc:
         got = str(exc)
     assert got == expected
+
+
+@given(ENVS, st.data())
+def test_a_block_resized_by_one_entry_is_what_the_entry_walk_counts(
+    env: dict[str, str], data: st.DataObject
+) -> None:
+    """``block_bytes`` minus an entry's old ``entry_bytes`` plus its new one: the walk's size.
+
+    What an incremental build checks a patched child with (``_delta``): when the
+    block and the new entry pass as they are, the careful walk keeps every entry at
+    exactly that cap and refuses the block one byte under it.
+    """
+    total = stages.block_bytes(env)
+    if total is None or not env:  # nothing to resize
+        return
+    key = data.draw(st.sampled_from(sorted(env)), label="key")
+    new = data.draw(VALUES, label="new value")
+    grown, shrunk = stages.entry_bytes(key, new), stages.entry_bytes(key, env[key])
+    assert shrunk is not None  # the block passed as it is: so did each of its entries
+    patched = {**env, key: new}
+    if grown is None:
+        assert careful(patched, 1 << 30) != patched  # dropped or refused: never passed as is
+        return
+    size = total - shrunk + grown
+    assert careful(patched, size) == patched
+    assert isinstance(careful(patched, size - 1), str)
 
 
 POLICY = build_policy(Catalog.default())

@@ -50,9 +50,11 @@ VALUES = st.one_of(
     st.sampled_from([
         "v1", "v2", "another-plain-value", "launch-bot-token-0001", "profile-own-key-0001",
         "x:launch-bot-token-0001@h", PAT, "Zx9Qw2Er7Ty4Ui1Op3As6Df8", "", "on", "a" * 40,
+        "nul\x00inside", "é€😀", "b" * 700,  # a NUL; UTF-8 wider than a character; the cap
     ]),
     st.text(st.characters(codec="ascii", categories=["L", "N"]), max_size=10),
 )  # fmt: skip
+MAX_BYTES = 2048  # three of the long values are over it: builds cross the cap both ways
 EXTRA_NAMES = ["TASK_ID", "NOTE", "PLAIN_B", "plain_b", "ACME_API_TOKEN", "_ENVSCOPE_FORCE_NOTE"]
 # weighted towards the builds an incremental build takes (no passthrough or grant, not mcp)
 BUILD = st.fixed_dictionaries(
@@ -74,7 +76,7 @@ def _host(environ: dict[str, str]) -> Host:
     """A host over the tree, its clock an hour ahead: the files just written are settled, so
     each ``routed()`` shares the home's scope and memo as a host's settled homes do."""
     fs = InstrumentedFileSystem(clock_offset_ns=HOUR_NS)
-    host = Host(LAUNCH, environ=environ, managed_env_file=MANAGED, fs=fs)
+    host = Host(LAUNCH, environ=environ, managed_env_file=MANAGED, fs=fs, max_env_bytes=MAX_BYTES)
     host.load_launch_env()
     return host
 
