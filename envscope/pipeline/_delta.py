@@ -39,6 +39,8 @@ over random sequences of changes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import eq, ne
 from typing import TYPE_CHECKING
 
 from envscope.errors import EnvscopeError
@@ -203,15 +205,16 @@ def template_of(
 
 
 def _changed(old: dict[str, str], new: dict[str, str]) -> list[str] | None:
-    """The keys whose value differs, or None when the keys or their order differ."""
+    """The keys whose value differs, in order, or None when the keys or their order differ.
+
+    Every pass is C-level (``map``, ``compress``): the parent env has a hundred
+    keys or more, and one of them changed.
+    """
     if old == new:  # one C-level comparison: the common case
         return []
-    if len(old) != len(new) or list(old) != list(new):
+    if len(old) != len(new) or not all(map(eq, old, new)):
         return None
-    try:
-        return [name for name, _ in new.items() - old.items()]
-    except TypeError:  # an unhashable value: no env a child can carry (the full build says so)
-        return None
+    return list(compress(new, map(ne, old.values(), new.values())))
 
 
 def _unread(rule: SecretRule, old: dict[str, str], new: dict[str, str], names: list[str]) -> bool:
@@ -256,14 +259,15 @@ def rebuild(
     if moved is None:
         return None
     plain_base, plain_extra, inert = template.plain_base, template.plain_extra, template.inert_base
-    if not all(name in plain_extra for name in extra):
+    if not plain_extra.issuperset(extra):
         return None
-    if not all(name in plain_base or name in inert for name in base):
+    if base and not all(name in plain_base or name in inert for name in base):
         return None
-    check_parent_envs(
-        {name: request.snapshot[name] for name in base},
-        None if process is None else {name: process[name] for name in moved},
-    )
+    if base or moved:  # the entries that did not change passed in the template's build
+        check_parent_envs(
+            {name: request.snapshot[name] for name in base},
+            None if process is None else {name: process[name] for name in moved},
+        )
     if not (
         _unread(rule, template.snapshot, request.snapshot, base)
         and _unread(rule, template.extras, request.extras, extra)
