@@ -146,6 +146,8 @@ def build_arguments(
     in both, is a ``ConfigurationError``.
     """
     check_flags(flags)
+    if extra is None and passthrough == grant == resolved == own == ():
+        return (), frozenset(), {}, frozenset(), frozenset()  # the defaults: nothing to check
     names = name_list(passthrough, "passthrough", allow_empty=True)
     granted = frozenset(name_list(grant, "grant"))
     references = frozenset(name_list(resolved, "resolved"))

@@ -42,6 +42,7 @@ re-assembles the order above.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import eq
 from typing import TYPE_CHECKING
 
 from envscope.errors import PassthroughRefusedError
@@ -278,8 +279,8 @@ def decide(
     return _decided(rule, key, value, layer, rule.secret_in(key, value, own=own), own)
 
 
-_LastEnv = tuple[Layer, tuple[tuple[str, str], ...], list[tuple[str, str, "Verdict"]]]
-"""The last env ``RuleVerdicts.withheld`` answered: its layer, its items in order, the answer."""
+_LastEnv = tuple[Layer, dict[str, str], list[tuple[str, str, "Verdict"]]]
+"""The last env ``RuleVerdicts.withheld`` answered: its layer, a copy of it, the answer."""
 
 
 class RuleVerdicts:
@@ -308,9 +309,13 @@ class RuleVerdicts:
         The answer for the last env asked is kept: the same env again (a host
         spawns one child env many times) costs one comparison.
         """
-        items = tuple(env.items())  # in order: an env of the same pairs in another order differs
         last = self._last
-        if last is not None and last[0] is layer and last[1] == items:
+        if (
+            last is not None
+            and last[0] is layer
+            and last[1] == env
+            and all(map(eq, last[1], env))  # in order: the same pairs in another order differ
+        ):
             return last[2]
         verdict_of = self.deciding(layer)
         found = []
@@ -318,7 +323,7 @@ class RuleVerdicts:
             verdict = verdict_of(key, value)
             if verdict is not None and verdict.withheld:
                 found.append((key, value, verdict))
-        self._last = (layer, items, found)  # one attribute: replaced whole
+        self._last = (layer, dict(env), found)  # one attribute: replaced whole
         return found
 
     def deciding(self, layer: Layer) -> Callable[[str, str], Verdict | None]:

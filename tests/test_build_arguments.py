@@ -1,0 +1,31 @@
+"""``_inputs.build_arguments``: its shortcut for the defaults answers as the full check does."""
+
+from __future__ import annotations
+
+import pytest
+
+from envscope._inputs import build_arguments
+from envscope.errors import ConfigurationError
+
+FLAGS = {"inherit_credentials": False, "scrub": True}
+
+
+@pytest.mark.parametrize(
+    "given",
+    [((), (), (), ()), ([], [], [], []), ((), [], (), []), ((), (), [], ())],
+    ids=["defaults", "lists", "mixed", "one-list"],
+)
+def test_the_defaults_shortcut_equals_the_full_check(given: tuple[object, ...]) -> None:
+    """Empty tuples (the signatures' defaults) take the shortcut, empty lists the full check:
+    the same answer, with the same frozen types."""
+    passthrough, grant, resolved, own = given
+    got = build_arguments(None, passthrough, grant, FLAGS, resolved, own)  # type: ignore[arg-type]
+    want = build_arguments({}, [], [], FLAGS, [], [])
+    assert got == want
+    assert [type(part) for part in got] == [type(part) for part in want]
+
+
+@pytest.mark.parametrize("flag", [0, "false", None, 1])
+def test_the_shortcut_still_checks_each_flag(flag: object) -> None:
+    with pytest.raises(ConfigurationError, match="inherit_credentials: must be True or False"):
+        build_arguments(None, (), (), {"inherit_credentials": flag})
