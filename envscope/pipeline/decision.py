@@ -317,13 +317,14 @@ class RuleVerdicts:
             and all(map(eq, last[1], env))  # in order: the same pairs in another order differ
         ):
             return last[2]
+        seen = dict(env)  # decided and remembered as one: a live env may change meanwhile
         verdict_of = self.deciding(layer)
         found = []
-        for key, value in env.items():
+        for key, value in seen.items():
             verdict = verdict_of(key, value)
             if verdict is not None and verdict.withheld:
                 found.append((key, value, verdict))
-        self._last = (layer, dict(env), found)  # one attribute: replaced whole
+        self._last = (layer, seen, found)  # one attribute: replaced whole
         return found
 
     def deciding(self, layer: Layer) -> Callable[[str, str], Verdict | None]:

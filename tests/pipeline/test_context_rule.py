@@ -4,6 +4,7 @@ each answer the one ``decide`` gives (what the runtime guard asks on every spawn
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,36 @@ def test_the_withheld_entries_are_decides(envs: list[dict[str, str]], layer: Lay
             if verdict is not None and verdict.withheld:
                 want.append((key, value, verdict))
         assert verdicts.withheld(env, layer) == want
+
+
+class _Churning(Mapping[str, str]):
+    """A live env another thread writes: each walk over it sees the next version."""
+
+    def __init__(self, *versions: dict[str, str]) -> None:
+        self._versions = list(versions)
+        self._walks = 0
+        self._at = 0
+
+    def __iter__(self) -> Iterator[str]:
+        self._at = min(self._walks, len(self._versions) - 1)
+        self._walks += 1
+        return iter(self._versions[self._at])
+
+    def __getitem__(self, key: str) -> str:
+        return self._versions[self._at][key]
+
+    def __len__(self) -> int:
+        return len(self._versions[self._at])
+
+
+def test_the_last_env_remembered_is_the_env_decided() -> None:
+    """A live env that changes while it is checked: what is remembered is what was decided,
+    so the env it changed to is decided again, never answered with the earlier verdicts."""
+    rule = SecretRule(POLICY, launch_values=(LAUNCH,), formats=format_table())
+    verdicts = RuleVerdicts(rule)
+    holding = {"PATH": "/usr/bin", "NOTE": "launch-bot-token-0001"}
+    plain = {"PATH": "/usr/bin", "NOTE": "plain"}
+    first = verdicts.withheld(_Churning(plain, holding), Layer.SPAWN)
+    assert [key for key, _, _ in first] == []  # it read the plain version
+    again = verdicts.withheld(holding, Layer.SPAWN)
+    assert [key for key, _, _ in again] == ["NOTE"]
