@@ -12,7 +12,9 @@ home the gate also
   dirty, and another mount namespace (``unshare``, ``setns``) makes the gate
   forget every home and take a notifier on the new namespace's table;
 - re-stats each root's ``(dev, ino)`` (a root or the home replaced by a copy,
-  a root created or removed) and each symlinked plugin directory's target,
+  a root created or removed; not a root that is a real directory, or absent,
+  directly inside another watched root: ``_restated``) and each symlinked
+  plugin directory's target,
   through the notifier's ``statx``, which keeps the GIL (a clean home's file
   systems are local ones: the allowlist below);
 - re-stats every *linked* manifest (a symlinked manifest, or one with more than
@@ -419,6 +421,7 @@ class ChangeGate:
             path for path, ident in begun.roots if ident not in (None, IDENTITY_UNKNOWN)
         )
         paths = _watch_paths(existing, found.roots)
+        restated = _restated(begun.roots)  # an lstat each: outside the lock
         self._own()
         with self._lock:
             home = self._homes.get(begun.key)
@@ -433,7 +436,7 @@ class ChangeGate:
             late = any(
                 begun.watched.get(p) != wd for p, wd in zip(home.paths, home.wds, strict=True)
             )
-            home.roots = begun.roots
+            home.roots = restated
             home.links = tuple(links)
             home.linked = tuple(linked)
             home.clean = gateable and not moved and not late
@@ -460,6 +463,29 @@ class ChangeGate:
             self._homes.clear()
             self._wd_homes.clear()
             self._notifier.close()
+
+
+def _restated(roots: tuple[tuple[str, Identity], ...]) -> tuple[tuple[str, Identity], ...]:
+    """The roots a clean home's check re-stats: all but those a watched root answers for.
+
+    A root directly inside another root the home watches (``plugins/platforms``
+    inside ``plugins``), a real directory or absent when the home is armed,
+    needs no re-stat of its own: its path resolves through the parent, whose
+    re-stat says the parent is the directory watched, and through one entry of
+    it, whose every change (a rename, a removal, a directory or a symlink put in
+    its place) is an event of the parent's watch; a mount over it changes the
+    mount table. A symlinked one is re-stat-ed: its target's ancestors are
+    watched by nobody. Asked at arming, after the watches were placed.
+    """
+    watched = {path for path, ident in roots if ident is not None and ident != IDENTITY_UNKNOWN}
+    return tuple(
+        (path, ident)
+        for path, ident in roots
+        if ident == IDENTITY_UNKNOWN
+        or os.path.dirname(path) not in watched
+        or os.path.dirname(path) == path
+        or os.path.islink(path)
+    )
 
 
 def _trustworthy(found: Probe) -> bool:

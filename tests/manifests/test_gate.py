@@ -272,6 +272,34 @@ def root_replaced(w: World) -> None:
     os.rename(copy, platforms)
 
 
+def root_swapped_for_a_symlink(w: World) -> None:
+    """The platforms root renamed away, a symlink to an edited copy put in its place."""
+    platforms = w.home / "plugins" / "platforms"
+    copy = w.root / "elsewhere" / "platforms"
+    shutil.copytree(platforms, copy, symlinks=True)
+    (copy / "pchat" / "plugin.yaml").write_text(manifest("PCHAT", extra=True))
+    os.rename(platforms, w.home / "plugins" / "platforms.old")
+    platforms.symlink_to(copy)
+
+
+def symlinked_root_target_swapped(w: World) -> None:
+    """The platforms root is a symlink (armed so); its target's ancestor is swapped outside the
+    tree: no watched directory hears it, only the root's own re-stat."""
+    platforms = w.home / "plugins" / "platforms"
+    target = w.root / "roots" / "p"
+    shutil.copytree(platforms, target / "platforms", symlinks=True)
+    os.rename(platforms, w.home / "plugins" / "platforms.old")
+    platforms.symlink_to(target / "platforms")
+    for _ in range(2):
+        assert w.build(w.gated) == w.build(w.stamped)
+    assert w.gated_calls() == 0, "re-armed over the symlinked root"
+    fresh = w.root / "roots" / "p2"
+    shutil.copytree(target, fresh, symlinks=True)
+    (fresh / "platforms" / "pchat" / "plugin.yaml").write_text(manifest("PCHAT", extra=True))
+    os.rename(target, w.root / "roots" / "p-old")
+    os.rename(fresh, target)
+
+
 def root_removed(w: World) -> None:
     shutil.rmtree(w.home / "plugins" / "platforms")
 
@@ -334,6 +362,8 @@ ROWS: dict[str, Row] = {
     "home renamed away, a copy moved in": Row(home_swapped),
     "a root replaced": Row(root_replaced),
     "a root removed": Row(root_removed),
+    "a root swapped for a symlink": Row(root_swapped_for_a_symlink),
+    "a symlinked root's target's ancestor swapped": Row(symlinked_root_target_swapped),
     "a root created": Row(root_created),
     "mount table changed": Row(mount_changed),
     "queue overflow": Row(queue_overflow),
@@ -510,3 +540,40 @@ def test_config_file_off_switch(tmp_path: Path, line: str, gated: bool) -> None:
     config.write_text(f"launch_home: ./launch\n{line}")
     host = load_config(str(config)).build_host(environ={"PATH": "/usr/bin"})
     assert (host._homes.manifests()._gate is not None) is gated
+
+
+D1, D2, D3 = (1, 10), (1, 11), (1, 12)
+# (roots with their identities at arming, the paths a clean check re-stats)
+RESTATED: dict[str, tuple[tuple[tuple[str, Identity], ...], tuple[str, ...]]] = {
+    "nested in a watched root": (
+        (("/b", D1), ("/h/p/platforms", D2), ("/h/p", D3)),
+        ("/b", "/h/p"),
+    ),
+    "nested, absent": ((("/h/p/platforms", None), ("/h/p", D3)), ("/h/p",)),
+    "parent absent": ((("/h/p/platforms", None), ("/h/p", None)), ("/h/p/platforms", "/h/p")),
+    "parent unknown": (
+        (("/h/p/platforms", D2), ("/h/p", IDENTITY_UNKNOWN)),
+        ("/h/p/platforms", "/h/p"),
+    ),
+    "nested, unknown": (
+        (("/h/p/platforms", IDENTITY_UNKNOWN), ("/h/p", D3)),
+        ("/h/p/platforms", "/h/p"),
+    ),
+    "not nested": ((("/b", D1), ("/h/p", D3)), ("/b", "/h/p")),
+    "the file system's root": ((("/", D1),), ("/",)),
+}
+
+
+@pytest.mark.parametrize("case", RESTATED)
+def test_which_roots_a_clean_check_re_stats(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A root inside another watched root, a real directory or absent, is answered by its
+    parent's re-stat and watch; any doubt about either keeps its own re-stat."""
+    roots, restated = RESTATED[case]
+    monkeypatch.setattr(os.path, "islink", lambda path: False)
+    assert tuple(p for p, _ in _gate._restated(roots)) == restated
+
+
+def test_a_symlinked_root_keeps_its_re_stat(monkeypatch: pytest.MonkeyPatch) -> None:
+    roots: tuple[tuple[str, Identity], ...] = (("/h/p/platforms", D2), ("/h/p", D3))
+    monkeypatch.setattr(os.path, "islink", lambda path: path == "/h/p/platforms")
+    assert _gate._restated(roots) == roots
