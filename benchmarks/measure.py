@@ -94,7 +94,7 @@ class Figure:
 
 
 def alternating_children(
-    module: str, args: list[str], rounds: int, sides: tuple[str, str] = ("baseline", "guarded")
+    module: str, args: list[str], rounds: int, sides: tuple[str, ...] = ("baseline", "guarded")
 ) -> dict[str, list[str]]:
     """Each side's stdout, from ``python -m module --child SIDE *args``, the sides alternated.
 

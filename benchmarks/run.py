@@ -35,7 +35,7 @@ from benchmarks.figures import (
     warm_path_figure,
 )
 from benchmarks.guard_cost import guard_figure
-from benchmarks.guard_spawn_cost import guard_spawn_figure
+from benchmarks.guard_spawn_cost import guard_spawn_figures
 from benchmarks.measure import FULL, QUICK, Figure
 from benchmarks.redact_cost import redact_figures
 from benchmarks.source_cost import cold_fetch_figures
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         figures += redact_figures(cfg.quick)
         step("runtime guard")
         figures.append(guard_figure(cfg.quick))
-        figures.append(guard_spawn_figure(cfg.quick))
+        figures.extend(guard_spawn_figures(cfg.quick))
         step("removing the workloads")
     info["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     info["seconds"] = round(time.perf_counter() - step.started, 1)

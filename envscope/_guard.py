@@ -216,6 +216,8 @@ def _on_spawn(event: str, args: tuple[object, ...]) -> None:
         return
     try:
         env, implicit = _env_of(event, args)
+        if not implicit and active.host._built_here(env):
+            return  # factory-built: a child this context's build made, each entry decided
         own = own_credentials(_env_arg(event, args))
         keys = offences(active.host, env, implicit=implicit, source_own=own)
     except _CHECK_FAILURES as exc:

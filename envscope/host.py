@@ -613,6 +613,15 @@ class Host:
             process, None, extras, surface=surface_of(surface), inherit_credentials=inherit
         )
 
+    def _built_here(self, env: Mapping[str, str]) -> bool:
+        """True when ``env`` is a child a build in this context made (its memo still holds it).
+
+        The runtime guard's first question about an explicit env (``factory-built``):
+        the factory decided each of its entries, and every env it builds passes.
+        """
+        binding = self._binding.get()
+        return (self._memo if binding is None else binding.memo).holds(env)
+
     def _admitted_here(self) -> Container[tuple[str, str]]:
         """The pairs builds for this context's home handed over as given (the guard's view)."""
         return self._admitted.pairs(self._target(None))

@@ -53,7 +53,7 @@ import operator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Hashable, Sequence
+    from collections.abc import Hashable, Mapping, Sequence
 
     from envscope.audit.trace import Recording
     from envscope.policy.formats import FormatTable
@@ -115,6 +115,17 @@ class BuildMemo:
         if len(self._built) >= self.MAX_SHAPES and shape not in self._built:
             self._built.clear()
         self._built[shape] = (same, equal, dict(child), recording)
+
+    def holds(self, env: Mapping[str, str]) -> bool:
+        """True when ``env`` is a child kept here: the same pairs, in the same order.
+
+        What the runtime guard asks first of an explicit env: a child its
+        context's build made passes as built (docs/guard.md, ``factory-built``).
+        """
+        for _, _, child, _ in list(self._built.values()):  # a copy: a build may add meanwhile
+            if child == env and all(map(operator.eq, child, env)):
+                return True
+        return False
 
     def template(self, slot: Hashable) -> object | None:
         """What the last untraced build of ``slot`` left (``_delta.as_template`` reads it)."""
