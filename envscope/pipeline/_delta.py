@@ -49,6 +49,7 @@ from envscope.pipeline._request import check_parent_envs
 from envscope.pipeline.decision import decide
 from envscope.pipeline.stages import block_bytes, entry_bytes, validate_block
 from envscope.policy._layers import Layer
+from envscope.policy.formats import format_table
 from envscope.policy.surfaces import Surface
 
 if TYPE_CHECKING:
@@ -241,8 +242,6 @@ def rebuild(
     changed entries only (the others passed that check in the template's
     build), and the block as a full build checks it.
     """
-    from envscope.policy.formats import format_table  # loaded: the template's rule searched
-
     rule = template.rule
     if not same_objects(template.same, key[1]) or template.others != others:
         return None

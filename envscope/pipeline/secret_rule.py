@@ -67,7 +67,7 @@ from envscope.pipeline._secret_values import (
     tier_grade,
 )
 from envscope.policy._declarations import Declaration, Origin, OriginKind, Tier
-from envscope.policy._name_context import name_context
+from envscope.policy._name_context import credential_tokens, name_context
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -84,6 +84,9 @@ __all__ = [
     "stricter_declaration",
 ]
 
+PLAIN_NAMES_KEPT = 4096
+"""How many names a rule remembers as plain or not (``SecretRule.reads_pair``), then starts over."""
+
 
 class SecretRule:
     """The secret rule of one build context (see the module docstring)."""
@@ -98,6 +101,7 @@ class SecretRule:
         "_launch_pairs",
         "_launch_policy",
         "_own",
+        "_plain",
         "_policy",
         "_scope",
         "_ungrantable",
@@ -163,6 +167,7 @@ class SecretRule:
         self._scope = Secrets()
         self._launch_pairs: set[tuple[str, str]] = set()  # routed: (NAME, value) the launch holds
         self._declared: dict[str, Declaration | None] = {}  # NAME -> the stricter declaration
+        self._plain: dict[str, bool] = {}  # name as spelled -> no value under it is read
         managed = {} if managed is None else managed
         # every value the managed file gives a name, in any spelling (POSIX keeps twins)
         managed_up: dict[str, set[str]] = {}
@@ -265,7 +270,25 @@ class SecretRule:
         context calls it a credential (``_collect_host``): any other pair may
         change without changing what the rule withholds (``_delta``).
         """
+        if self._plain_name(key):
+            return False
         return self.declaration(key) is not None or self._by_context(key, value) is not None
+
+    def _plain_name(self, key: str) -> bool:
+        """True when no value under ``key`` is read (undeclared, no credential token), remembered.
+
+        ``reads_pair`` of such a name is False whatever the value: name context
+        reads a value only under a name with a credential token.
+        """
+        plain = self._plain.get(key)
+        if plain is None:
+            plain = self.declaration(key) is None and not (
+                self.name_context and credential_tokens(key)
+            )
+            if len(self._plain) >= PLAIN_NAMES_KEPT:
+                self._plain.clear()  # the names of a few envs: a guard's many envs start over
+            self._plain[key] = plain
+        return plain
 
     @property
     def formats(self) -> FormatTable | None:

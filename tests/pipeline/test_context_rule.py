@@ -128,3 +128,31 @@ def test_the_last_env_remembered_is_the_env_decided() -> None:
     assert [key for key, _, _ in first] == []  # it read the plain version
     again = verdicts.withheld(holding, Layer.SPAWN)
     assert [key for key, _, _ in again] == ["NOTE"]
+
+
+@given(
+    pairs=st.lists(
+        st.tuples(
+            st.sampled_from([*KEYS, "TASK_ID", "MY_SERVICE_PASSWORD", "acme_api_token", "X"]),
+            st.sampled_from(VALUES) | st.text(max_size=24),
+        ),
+        max_size=20,
+    ),
+    name_context=st.booleans(),
+    known_safe=st.sampled_from([frozenset(), frozenset({"ACME_API_TOKEN"})]),
+)
+def test_reads_pair_remembers_plain_names_without_changing_an_answer(
+    pairs: list[tuple[str, str]], name_context: bool, known_safe: frozenset[str]
+) -> None:
+    """A name the rule can never read a value under (undeclared, no credential token) is
+    remembered as such: asked again with any value, the answer is the uncached one."""
+    rule = SecretRule(
+        POLICY,
+        launch_values=(LAUNCH,),
+        formats=format_table(),
+        name_context=name_context,
+        known_safe=known_safe,
+    )
+    for key, value in pairs * 2:
+        uncached = rule.declaration(key) is not None or rule._by_context(key, value) is not None
+        assert rule.reads_pair(key, value) is uncached
