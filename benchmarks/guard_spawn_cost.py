@@ -102,7 +102,7 @@ def measure(rounds: int, spawns: int, batches: int) -> dict[str, object]:
 
 def guard_spawn_figures(quick: bool) -> list[Figure]:
     """The runtime guard: what it adds to a spawn of a factory-built env, and of one it checks."""
-    result = measure(rounds=3 if quick else 7, spawns=100 if quick else 300, batches=5)
+    result = measure(rounds=3 if quick else 5, spawns=100 if quick else 150, batches=5)
     added = float(result["added"])  # type: ignore[arg-type]
     checked = float(result["checked_added"])  # type: ignore[arg-type]
     return [

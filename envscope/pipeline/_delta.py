@@ -71,7 +71,9 @@ __all__ = [
     "checking",
     "compare",
     "eligible",
+    "read_pairs",
     "rebuild",
+    "reusable_rule",
     "template_of",
 ]
 
@@ -146,6 +148,7 @@ class Template:
     plain_base: frozenset[str]  # base keys (as spelled) decided plain
     plain_extra: frozenset[str]  # extra keys decided plain
     inert_base: frozenset[str]  # base keys no decision read
+    read: ReadPairs  # the pairs of the envs its rule read, in order (``read_pairs``)
 
     def __repr__(self) -> str:
         return f"Template({len(self.sanitized)} keys)"  # holds values: a count only
@@ -202,6 +205,49 @@ def template_of(
         frozenset(plain_base),
         frozenset(plain_extra),
         frozenset(inert),
+        read_pairs(rule, request),
+    )
+
+
+ReadPairs = tuple[tuple[tuple[str, str], ...], ...]
+"""The pairs a rule reads of a build's parent env, process env and ``extra``, each in order."""
+
+
+def read_pairs(rule: SecretRule, request: BuildRequest) -> ReadPairs:
+    """Each env's pairs the rule reads (``SecretRule.reads_pair``), in order.
+
+    A rule is a function of these (and of inputs a template holds by identity
+    or equality): two builds of a slot with equal read pairs make the same rule.
+    """
+    envs = (request.snapshot, request.process or {}, request.extras)
+    return tuple(tuple(p for p in env.items() if rule.reads_pair(*p)) for env in envs)
+
+
+def reusable_rule(
+    template: Template, request: BuildRequest, key: MemoKey, others: tuple[object, ...]
+) -> SecretRule | None:
+    """The template's rule for a full build of its slot that reads the same pairs (else None).
+
+    A full build the template cannot make (a key added or lost, a value the
+    rule reads changed back and forth, a verdict to record) still makes the
+    same rule when every input of the rule is the same object or equal and the
+    pairs it reads are the same, in the same order: it is not made again.
+    """
+    if not _same_inputs(template, key, others):
+        return None
+    if (template.process is None) != (request.process is None):
+        return None
+    check_parent_envs(request.snapshot, request.process)  # the full build's first check
+    rule = template.rule
+    return rule if read_pairs(rule, request) == template.read else None
+
+
+def _same_inputs(template: Template, key: MemoKey, others: tuple[object, ...]) -> bool:
+    """The template's inputs but the parent envs and ``extra``: the same objects, equal maps."""
+    return (
+        same_objects(template.same, key[1])
+        and template.others == others
+        and template.rule.formats is format_table()  # a replaced table: every value searched
     )
 
 
@@ -243,10 +289,8 @@ def rebuild(
     build), and the block as a full build checks it.
     """
     rule = template.rule
-    if not same_objects(template.same, key[1]) or template.others != others:
+    if not _same_inputs(template, key, others):
         return None
-    if rule.formats is not format_table():
-        return None  # the format table was replaced: every value is searched again
     base = _changed(template.snapshot, request.snapshot)
     extra = _changed(template.extras, request.extras)
     if base is None or extra is None:
@@ -301,5 +345,6 @@ def rebuild(
         plain_base,
         plain_extra,
         inert,
+        template.read,  # only pairs the rule does not read changed
     )
     return child, after

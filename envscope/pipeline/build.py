@@ -34,6 +34,7 @@ from envscope.pipeline._delta import (
     compare,
     eligible,
     rebuild,
+    reusable_rule,
     template_of,
 )
 from envscope.pipeline._request import (
@@ -129,7 +130,10 @@ def _untraced(request: BuildRequest, key: MemoKey, memo: BuildMemo) -> dict[str,
                 compare(child, lambda: run_build(request))
             return child
     evidence = Evidence() if kept is not None else None
-    child = run_build(request, formats=memo.formats, evidence=evidence)
+    rule = None if template is None else reusable_rule(template, request, key, others)
+    child = run_build(request, formats=memo.formats, evidence=evidence, rule=rule)
+    if rule is not None and checking():
+        compare(child, lambda: run_build(request))  # the same as with a rule of its own
     made = FIRST_BUILD if evidence is None else template_of(request, key, others, evidence)
     memo.keep_template(slot, made)
     return child
@@ -278,14 +282,19 @@ def _sanitize_options(
     parent: stages.Entries,
     entries: stages.Entries,
     formats: FormatMemo | None,
+    rule: SecretRule | None = None,
 ) -> SanitizeOptions:
-    """What stage 4 needs besides the entries (``formats``: the memo owner's, or None)."""
+    """What stage 4 needs besides the entries (``formats``: the memo owner's, or None).
+
+    ``rule``: the slot's last rule where this build reads nothing it did not
+    (``_delta.reusable_rule``); else this build's own is made.
+    """
     options, surface, passthrough = request.options, request.surface, request.passthrough
     fold, routed = options.fold, request.routed
     surface_policy = options.surface_policies.get(surface)
     scope: Mapping[str, str] = {} if request.binding is None else request.binding.scope
     return SanitizeOptions(
-        rule=secret_rule(request, formats),
+        rule=secret_rule(request, formats) if rule is None else rule,
         extra=request.extras,
         passthrough=tuple(passthrough),
         passthrough_source=(
@@ -326,12 +335,14 @@ def run_build(
     *,
     formats: FormatMemo | None = None,
     evidence: Evidence | None = None,
+    rule: SecretRule | None = None,
 ) -> dict[str, str]:
     """The parent envs checked, the four stages, the block check (and the findings if traced).
 
     ``formats`` is the memo owner's record of values clean of credential formats
     (None: every value is searched). ``evidence``, when given, receives what an
     incremental build starts from: each decided entry, the rule, stage 4's child.
+    ``rule``: a rule this build may reuse (``_delta.reusable_rule``; None: its own).
     """
     check_parent_envs(request.snapshot, request.process)
     options = request.options
@@ -340,7 +351,7 @@ def run_build(
         entries = _routed_stages(request, entries, trace)
     elif request.managed:  # the launch applied them: stage 3 gives them their layer
         entries = _managed_stage(request, entries, trace)
-    stage4 = _sanitize_options(request, parent, entries, formats)
+    stage4 = _sanitize_options(request, parent, entries, formats, rule)
     decided = None if evidence is None else evidence.decided
     sanitized = sanitize(entries, stage4, trace=trace, decided=decided)
     if evidence is not None:

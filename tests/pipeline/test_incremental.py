@@ -232,3 +232,71 @@ def test_a_changed_value_is_checked_against_the_cap_as_a_full_build_checks_it(
     assert got == want
     assert isinstance(got, dict) is fits
     assert made_incrementally == [True] if fits else made_incrementally in ([], [False])
+
+
+@pytest.fixture
+def rule_reused(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
+    """Whether each full build of a slot with a template reused its rule."""
+    reused: list[bool] = []
+    real = _delta.reusable_rule
+
+    def spying(*args: Any) -> Any:
+        rule = real(*args)
+        reused.append(rule is not None)
+        return rule
+
+    monkeypatch.setattr("envscope.pipeline.build.reusable_rule", spying)
+    previous = _delta.check_incremental(False)
+    yield reused
+    _delta.check_incremental(previous)
+
+
+# (change, the full build reuses the last build's rule): none of these is made incrementally
+FULL_BUILDS: dict[str, tuple[Callable[[Env, Call], None], bool]] = {
+    "a new plain key": (_set("NEW_KEY", "n"), True),
+    "a plain key deleted": (_delete("plain_a"), True),
+    "a plain value that copies a secret": (_set("PLAIN_A", "launch-bot-token-0001"), True),
+    "a plain value that holds a credential format": (_set("PLAIN_A", PAT), True),
+    "a new declared key": (_set("GITHUB_TOKEN", "ghp-like-value-000000001"), False),
+    "a declared name's value": (_set("TELEGRAM_BOT_TOKEN", "another-token-0002"), False),
+    "a name-context credential": (_set("ACME_API_TOKEN", "Zx9Qw2Er7Ty4Ui1Op3As6Df8"), False),
+    "a new name-context credential": (_set("MY_SERVICE_PASSWORD", "Zx9Qw2Er7Ty4Ui1Op3"), False),
+}
+
+
+@pytest.mark.parametrize("routed", [True, False], ids=["routed", "unrouted"])
+@pytest.mark.parametrize("case", FULL_BUILDS)
+def test_a_full_build_reuses_the_rule_when_it_reads_the_same_pairs(
+    tree: tuple[Path, Path, Path], rule_reused: list[bool], case: str, routed: bool
+) -> None:
+    """A full build of a slot reuses the last build's rule only when the pairs the rule reads
+    (declared names, name-context credentials) are the same, in order; its child is a fresh
+    full build's."""
+    launch, profile, managed = tree
+    change, reused = FULL_BUILDS[case]
+    env = {"PATH": "/usr/bin", "PLAIN_A": "1", "plain_a": "1", "LAUNCH_ONLY": "r"}
+    env.update(ACME_API_TOKEN="x", TELEGRAM_BOT_TOKEN="launch-bot-token-0001")
+    twin_env = dict(env)
+    hosts = []
+    for environ in (env, twin_env):
+        fs = InstrumentedFileSystem(clock_offset_ns=HOUR_NS)
+        host = Host(launch, environ=environ, managed_env_file=managed, fs=fs)
+        host.load_launch_env()
+        hosts.append(host)
+
+    def child(of: Host, traced: bool) -> dict[str, str]:
+        trace = Trace() if traced else None
+        if routed:
+            with of.routed(profile):
+                return of.build_subprocess_env(extra={"TASK_ID": "1"}, trace=trace)
+        return of.build_subprocess_env(extra={"TASK_ID": "1"}, trace=trace)
+
+    child(hosts[0], False)  # the slot's first build leaves a mark, its second a template
+    env["PLAIN_A"] = "2"
+    child(hosts[0], False)
+    twin_env["PLAIN_A"] = "2"
+    change(env, {})
+    change(twin_env, {})
+    got, want = child(hosts[0], False), child(hosts[1], True)
+    assert list(got.items()) == list(want.items())
+    assert rule_reused == [reused]
