@@ -217,7 +217,9 @@ def _on_spawn(event: str, args: tuple[object, ...]) -> None:
     try:
         env, implicit = _env_of(event, args)
         if not implicit and active.host._built_here(env):
-            return  # factory-built: a child this context's build made, each entry decided
+            # factory-built: a child this context's build made, each entry decided
+            logging.getLogger(LOGGER).debug("%s: a factory-built env (factory-built)", event)
+            return
         own = own_credentials(_env_arg(event, args))
         keys = offences(active.host, env, implicit=implicit, source_own=own)
     except _CHECK_FAILURES as exc:

@@ -97,3 +97,14 @@ def test_an_inherited_env_is_always_checked(hosted: tuple[Host, Path, list[int]]
     with pytest.raises(SpawnBlockedError):
         subprocess.run([TRUE], check=True)
     assert asked == [1]
+
+
+def test_a_factory_built_pass_leaves_a_debug_record(
+    hosted: tuple[Host, Path, list[int]], caplog: pytest.LogCaptureFixture
+) -> None:
+    host, _, _ = hosted
+    child = host.build_subprocess_env()
+    with caplog.at_level("DEBUG", logger="envscope.guard"):
+        assert _spawn(child)
+    lines = [r.getMessage() for r in caplog.records if r.name == "envscope.guard"]
+    assert lines == ["subprocess.Popen: a factory-built env (factory-built)"]
