@@ -84,8 +84,8 @@ __all__ = [
     "stricter_declaration",
 ]
 
-PLAIN_NAMES_KEPT = 4096
-"""How many names a rule remembers as plain or not (``SecretRule.reads_pair``), then starts over."""
+NAMES_KEPT = 4096
+"""How many names a rule remembers (its declarations, which are plain), then starts over."""
 
 
 class SecretRule:
@@ -234,6 +234,8 @@ class SecretRule:
         memo = self._declared
         if up in memo:
             return memo[up]
+        if len(memo) >= NAMES_KEPT:
+            memo.clear()  # a guard's context rule sees many envs: it starts over
         found = memo[up] = stricter_declaration(
             self._policy.declaration(up), launch.declaration(up)
         )
@@ -285,7 +287,7 @@ class SecretRule:
             plain = self.declaration(key) is None and not (
                 self.name_context and credential_tokens(key)
             )
-            if len(self._plain) >= PLAIN_NAMES_KEPT:
+            if len(self._plain) >= NAMES_KEPT:
                 self._plain.clear()  # the names of a few envs: a guard's many envs start over
             self._plain[key] = plain
         return plain

@@ -156,3 +156,22 @@ def test_reads_pair_remembers_plain_names_without_changing_an_answer(
     for key, value in pairs * 2:
         uncached = rule.declaration(key) is not None or rule._by_context(key, value) is not None
         assert rule.reads_pair(key, value) is uncached
+
+
+def test_a_rules_name_memos_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long-lived rule (the guard's) asked about many names keeps at most ``NAMES_KEPT``
+    of each memo, and its answers do not change when a memo starts over."""
+    from envscope.pipeline import secret_rule
+
+    monkeypatch.setattr(secret_rule, "NAMES_KEPT", 8)
+    launch_policy = build_policy(Catalog.default())
+    rule = SecretRule(POLICY, launch_policy=launch_policy, routed=True, formats=format_table())
+    fresh = SecretRule(POLICY, launch_policy=launch_policy, routed=True, formats=format_table())
+    names = [f"NAME_{i}_TOKEN" for i in range(30)] + KEYS * 3
+    for name in names:
+        assert rule.declaration(name) == fresh.declaration(name)
+        assert rule.reads_pair(name, "Zx9Qw2Er7Ty4Ui1Op3As6Df8") is fresh.reads_pair(
+            name, "Zx9Qw2Er7Ty4Ui1Op3As6Df8"
+        )
+        assert len(rule._declared) <= 8
+        assert len(rule._plain) <= 8
