@@ -128,6 +128,9 @@ def check_flags(flags: Mapping[str, object]) -> None:
             raise ConfigurationError(f"{keyword}: must be True or False")
 
 
+_EMPTY: tuple[str, ...] = ()
+
+
 def build_arguments(
     extra: Mapping[str, object] | None,
     passthrough: Iterable[str],
@@ -146,8 +149,10 @@ def build_arguments(
     in both, is a ``ConfigurationError``.
     """
     check_flags(flags)
-    if extra is None and passthrough == grant == resolved == own == ():
-        return (), frozenset(), {}, frozenset(), frozenset()  # the defaults: nothing to check
+    # the signatures' defaults (CPython's one empty tuple): nothing to check; any other
+    # value, however empty or odd, takes the checks below
+    if extra is None and passthrough is grant is resolved is own is _EMPTY:
+        return (), frozenset(), {}, frozenset(), frozenset()
     names = name_list(passthrough, "passthrough", allow_empty=True)
     granted = frozenset(name_list(grant, "grant"))
     references = frozenset(name_list(resolved, "resolved"))

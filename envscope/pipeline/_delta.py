@@ -1,5 +1,7 @@
 """Incremental builds: a child made from its owner's last one when only plain values changed.
 
+And the rule a full build reuses from that last build when it reads the same pairs.
+
 A kanban worker passes a new ``extra={"TASK_ID": …}`` on every spawn; a host's
 environ gains a new value between two spawns. The build memo cannot answer (an
 input changed), yet stages 1-4 would decide every other entry exactly as
@@ -26,7 +28,15 @@ envs and the block checked as a full build checks them. A changed entry the
 rule has anything to say about, and anything else (a new key, another
 policy, another format table, a traced build, a surface where values steer
 the path: ``mcp``; passthrough; names that fold) runs the full build, which
-leaves a new template.
+leaves a new template. The block is checked by resizing the template's
+(``stages.entry_bytes`` per changed entry), entry by entry only past a cap.
+
+A rule that outlives a build. A full build of the slot still reuses the
+template's rule when the rule would be made from the same inputs: the same
+objects, equal maps, and the same pairs read (``read_pairs``: each env's pairs
+under a declared name or a name-context credential, in order). A key added or
+lost, or a verdict to record, then costs the stages, not the rule
+(``reusable_rule``).
 
 The child's key order is the full build's: a patched entry keeps its place.
 ``check_incremental(True)`` (``envscope.testing.incremental_builds_checked``)
@@ -228,9 +238,9 @@ def reusable_rule(
 ) -> SecretRule | None:
     """The template's rule for a full build of its slot that reads the same pairs (else None).
 
-    A full build the template cannot make (a key added or lost, a value the
-    rule reads changed back and forth, a verdict to record) still makes the
-    same rule when every input of the rule is the same object or equal and the
+    A full build the template cannot make (a key added or lost, a plain value
+    that copies a secret or holds a credential format) still makes the same
+    rule when every input of the rule is the same object or equal and the
     pairs it reads are the same, in the same order: it is not made again.
     """
     if not _same_inputs(template, key, others):
