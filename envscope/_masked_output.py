@@ -17,6 +17,7 @@ masking before a byte reaches the ``StreamReader``: the reader's flow control
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import signal
@@ -36,11 +37,32 @@ _CHUNK = 65536
 
 
 def mask_popen(process: subprocess.Popen[Any], redactor: Redactor) -> None:
-    """Replace ``process.stdout`` and ``process.stderr`` (where piped) with masked pipes."""
-    for attr in ("stdout", "stderr"):
-        original: IO[Any] | None = getattr(process, attr)
-        if original is not None:
-            setattr(process, attr, _masked_pipe(original, redactor.byte_stream()))
+    """Replace ``process.stdout`` and ``process.stderr`` (where piped) with masked pipes.
+
+    Where a pipe or its pump thread cannot be made (no descriptor left, no
+    thread), the child, already started, is killed and waited for, its pipes
+    closed, and the error raised: no child runs on with its output unread or
+    unmasked, and no caller is left without the process to stop it.
+    """
+    try:
+        for attr in ("stdout", "stderr"):
+            original: IO[Any] | None = getattr(process, attr)
+            if original is not None:
+                setattr(process, attr, _masked_pipe(original, redactor.byte_stream()))
+    except (OSError, RuntimeError):  # EMFILE, ENFILE; "can't start new thread"
+        _reap(process)
+        raise
+
+
+def _reap(process: subprocess.Popen[Any]) -> None:
+    """Kill the child, wait for it, close what reads its output (masked or not)."""
+    with contextlib.suppress(OSError):  # it may have ended already
+        process.kill()
+    process.wait()
+    for pipe in (process.stdout, process.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
 
 
 def _masked_pipe(original: IO[Any], stream: ByteStream) -> IO[Any]:
@@ -52,7 +74,12 @@ def _masked_pipe(original: IO[Any], stream: ByteStream) -> IO[Any]:
         name="envscope-redact-pump",
         daemon=True,
     )
-    pump.start()
+    try:
+        pump.start()
+    except RuntimeError:
+        os.close(read_end)
+        os.close(write_end)
+        raise
     binary = open(read_end, "rb")  # noqa: SIM115 - the caller owns it, as Popen's own
     if isinstance(original, io.TextIOWrapper):
         return io.TextIOWrapper(binary, encoding=original.encoding, errors=original.errors)

@@ -12,16 +12,19 @@ with ``redact_output=True`` (the mask, never the token) and once without
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import shlex
 import signal
 import subprocess
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from envscope import Catalog, ConfigurationError, Host
+from envscope import Catalog, ConfigurationError, Host, _masked_output
 from envscope.spawn import create_subprocess_exec, create_subprocess_shell, popen
 
 TOKEN = "granted-deploy-token-0123456789"
@@ -173,3 +176,80 @@ def test_output_that_cannot_be_masked_is_refused(
         )
     with (tmp_path / "out").open("wb") as file, pytest.raises(ConfigurationError):
         popen(host, ["true"], redact_output=True, stdout=file, stderr=subprocess.PIPE, **GIVE)  # type: ignore[arg-type]
+
+
+class _FailingOs:
+    """``os`` for ``_masked_output``, whose ``nth`` ``pipe()`` fails as with no descriptor left."""
+
+    def __init__(self, nth: int) -> None:
+        self.nth, self.calls = nth, 0
+
+    def pipe(self) -> tuple[int, int]:
+        self.calls += 1
+        if self.calls == self.nth:
+            raise OSError(errno.EMFILE, "Too many open files")
+        return os.pipe()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+
+class _FailingThreading:
+    """``threading`` for ``_masked_output``, whose ``nth`` thread cannot start."""
+
+    def __init__(self, nth: int) -> None:
+        self.nth, self.calls = nth, 0
+        outer = self
+
+        class Thread(threading.Thread):
+            def start(self) -> None:
+                outer.calls += 1
+                if outer.calls == outer.nth:
+                    raise RuntimeError("can't start new thread")
+                super().start()
+
+        self.Thread = Thread
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(threading, name)
+
+
+FAULTS: dict[str, tuple[Callable[[int], object], int, type[BaseException]]] = {
+    "no descriptor for stdout's pipe": (_FailingOs, 1, OSError),
+    "no descriptor for stderr's pipe": (_FailingOs, 2, OSError),
+    "no thread for stdout's pump": (_FailingThreading, 1, RuntimeError),
+    "no thread for stderr's pump": (_FailingThreading, 2, RuntimeError),
+}
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
+@pytest.mark.parametrize("case", FAULTS)
+def test_a_pipe_or_pump_that_cannot_be_made_leaves_no_child_running(
+    host: Host, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """The child already started is killed and waited for, every descriptor closed, the
+    error raised: the caller is never left without the process while it runs unread."""
+    fault, nth, error = FAULTS[case]
+    started: list[subprocess.Popen[Any]] = []
+
+    class Recorded(subprocess.Popen):  # type: ignore[type-arg]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    host.build_subprocess_env(surface="terminal")  # the host's own descriptors (its gate) first
+    before = _open_fds()
+    monkeypatch.setattr(subprocess, "Popen", Recorded)
+    name = "os" if fault is _FailingOs else "threading"
+    monkeypatch.setattr(_masked_output, name, fault(nth))
+    with pytest.raises(error):
+        popen(host, ["sleep", "30"], redact_output=True, **GIVE, **PIPES)  # type: ignore[arg-type]
+    (child,) = started
+    assert child.returncode == -signal.SIGKILL  # killed and waited for
+    for pump in [t for t in threading.enumerate() if t.name == "envscope-redact-pump"]:
+        pump.join(timeout=10)  # a pump started before the fault ends with the child's pipe
+    assert _open_fds() == before
