@@ -65,9 +65,61 @@ def _reap(process: subprocess.Popen[Any]) -> None:
                 pipe.close()
 
 
+class PumpEnds:
+    """The write ends this process's pumps hold; a forked child closes its copies.
+
+    A pump thread does not survive ``fork()``, but the write end it holds does:
+    a child made by a bare ``os.fork`` (a ``multiprocessing`` fork start, a
+    daemon) would keep it open, and the caller reading the masked pipe would
+    wait for that child's exit to see its end of file. The handlers registered
+    with ``os.register_at_fork`` (on first use) take the lock around the fork,
+    so the child's set is exact, and close every copy in the child
+    (``forget_in_child``, also the reset seam). ``exec`` closes them anyway:
+    they are not inheritable.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ends: set[int] = set()
+        self._registered = False
+
+    def add(self, fd: int) -> None:
+        with self._lock:
+            self._ends.add(fd)
+            if not self._registered and hasattr(os, "register_at_fork"):
+                os.register_at_fork(  # the lock read at each fork: a child makes its own
+                    before=lambda: self._lock.acquire(),
+                    after_in_parent=lambda: self._lock.release(),
+                    after_in_child=self.forget_in_child,
+                )
+                self._registered = True
+
+    def close(self, fd: int) -> None:
+        """Close a pump's write end (under the lock: a fork sees it held or closed, never both)."""
+        with self._lock:
+            self._ends.discard(fd)
+            os.close(fd)
+
+    def held(self) -> frozenset[int]:
+        with self._lock:
+            return frozenset(self._ends)
+
+    def forget_in_child(self) -> None:
+        """In a forked child: close every copy, start with none (the lock is the parent's)."""
+        ends, self._ends = self._ends, set()
+        self._lock = threading.Lock()
+        for fd in ends:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+PUMP_ENDS = PumpEnds()
+
+
 def _masked_pipe(original: IO[Any], stream: ByteStream) -> IO[Any]:
     """A file object like ``original`` reading the masked bytes of what it would have read."""
     read_end, write_end = os.pipe()
+    PUMP_ENDS.add(write_end)
     pump = threading.Thread(
         target=_pump,
         args=(original, write_end, stream),
@@ -78,7 +130,7 @@ def _masked_pipe(original: IO[Any], stream: ByteStream) -> IO[Any]:
         pump.start()
     except RuntimeError:
         os.close(read_end)
-        os.close(write_end)
+        PUMP_ENDS.close(write_end)
         raise
     binary = open(read_end, "rb")  # noqa: SIM115 - the caller owns it, as Popen's own
     if isinstance(original, io.TextIOWrapper):
@@ -103,7 +155,7 @@ def _pump(original: IO[Any], write_end: int, stream: ByteStream) -> None:
         if blocked and hasattr(signal, "sigtimedwait"):
             signal.sigtimedwait({signal.SIGPIPE}, 0)  # the one the write raised, if any
     finally:
-        os.close(write_end)
+        PUMP_ENDS.close(write_end)
         original.close()
 
 
