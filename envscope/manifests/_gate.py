@@ -334,7 +334,8 @@ class ChangeGate:
 
     def unchanged(self, key: str) -> bool:
         """True only when the home is clean and every re-stat agrees (else: run the stamp)."""
-        self._own()
+        if self._pid != os.getpid():  # ``_own`` inlined: this is every gated build's path
+            self._own()
         with self._lock:
             self._drain()
             home = self._homes.get(key)

@@ -21,6 +21,7 @@ import errno
 import os
 import select
 import struct
+import sys
 import threading
 import weakref
 from typing import Protocol
@@ -152,6 +153,8 @@ _LinkBuffer = ctypes.c_char * 64  # "mnt:[4026531840]": the namespace's link, 16
 _LINK_ROOM = ctypes.c_size_t(63)  # a NUL always ends what readlink(2) wrote
 _NAMESPACE = b"/proc/thread-self/ns/mnt"
 _ROOT = b"/"
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+"""``os.fsencode``'s codec, read once: a re-stat encodes its path without a call into ``os``."""
 STATX_MNT_ID = 0x1000
 _STATX_MNT = struct.Struct("=I140xQ")  # stx_mask (u32) at 0, stx_mnt_id (u64) at 144
 _MOUNT_TABLE = "/proc/thread-self/mountinfo"
@@ -262,7 +265,7 @@ class _Inotify:
         (``EACCES``, ``ELOOP``, a refused call), an answer without the inode, or a
         path ``statx`` cannot be given (a NUL byte).
         """
-        raw = os.fsencode(path)
+        raw = path.encode(_FS_ENCODING, _FS_ERRORS) if type(path) is str else os.fsencode(path)
         if b"\0" in raw:
             return IDENTITY_UNKNOWN
         buf = _StatxBuffer()  # one per call: another thread may run before it is read

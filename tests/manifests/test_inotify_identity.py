@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from envscope.manifests import _gate
 from envscope.manifests._gate import create_gate
@@ -221,3 +223,19 @@ def test_the_walk_check_names_every_file_system_above_the_roots(
         _gate, "_identity", lambda path: IDENTITY_UNKNOWN if path == str(tmp_path) else real(path)
     )
     assert _gate._crossed([str(tmp_path / "via" / "root")], set()) is None
+
+
+@given(st.text(st.characters(), max_size=12) | st.sampled_from(["\udcff", "a\udc80b", "\ud800"]))
+def test_a_re_stat_encodes_its_path_as_os_fsencode_does(name: str) -> None:
+    """The re-stat's inlined encoding is ``os.fsencode``'s (equal bytes, or the same error)."""
+    from envscope.manifests import _inotify
+
+    try:
+        want: bytes | type[BaseException] = os.fsencode(name)
+    except UnicodeEncodeError as exc:
+        want = type(exc)
+    try:
+        got: bytes | type[BaseException] = name.encode(_inotify._FS_ENCODING, _inotify._FS_ERRORS)
+    except UnicodeEncodeError as exc:
+        got = type(exc)
+    assert got == want
