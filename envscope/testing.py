@@ -60,6 +60,7 @@ __all__ = [
     "dotenv_text",
     "host_factory",
     "incremental_builds_checked",
+    "reset_process_caches",
 ]
 
 LAUNCH = "launch"
@@ -312,3 +313,26 @@ def incremental_builds_checked() -> Iterator[None]:
         yield
     finally:
         check_incremental(previous)
+
+
+def reset_process_caches() -> None:
+    """Forget what every process-wide cache holds: the next host starts as in a new process.
+
+    The manifests parsed (``PARSES``), the roots scanned (``SCANS``), the dotenv
+    texts parsed (``DOTENV_PARSES``), the last ``os.environ`` copy, the
+    name-context tokens of names, and the credential format table (read again
+    on next use). A host's own caches go with the host. Code made once per
+    process (compiled patterns, validation models, the shipped catalog) is not
+    data and stays.
+    """
+    from envscope._inputs import ENVIRON_COPIES
+    from envscope.files._dotenv import DOTENV_PARSES
+    from envscope.manifests._parse_memo import PARSES
+    from envscope.manifests._shared_scans import SCANS
+    from envscope.policy._name_context import reset_tokens
+    from envscope.policy.formats import reset_table
+
+    for cache in (PARSES, SCANS, DOTENV_PARSES, ENVIRON_COPIES):
+        cache.clear()
+    reset_tokens()
+    reset_table()

@@ -49,6 +49,7 @@ __all__ = [
     "credential_tokens",
     "looks_secret",
     "name_context",
+    "reset_tokens",
 ]
 
 CREDENTIAL_SUFFIX_WORDS = (
@@ -182,9 +183,14 @@ def credential_tokens(name: str) -> tuple[str, ...]:
     return _cached_tokens(name) if len(name) <= _CACHED_NAME else _tokens(name)
 
 
-@functools.lru_cache(maxsize=4096)  # names repeat build after build; cache_clear() resets it
+@functools.lru_cache(maxsize=4096)  # names repeat build after build; reset_tokens() resets it
 def _cached_tokens(name: str) -> tuple[str, ...]:
     return _tokens(name)
+
+
+def reset_tokens() -> None:
+    """Forget the names' tokens remembered (a reset seam: ``testing.reset_process_caches``)."""
+    _cached_tokens.cache_clear()
 
 
 def _tokens(name: str) -> tuple[str, ...]:
