@@ -1,12 +1,14 @@
 """The W1 routed build with the parent env changed every spawn, and its format search.
 
-The parent env alternates between two snapshots that differ in one value
-(``BENCH_SPAWN_SEQ``, as in ``figures.warm_figures``' "changing" row), so the
-build memo never hits. Prints the build's median, what the format table
-searches per build (counted), and ``SecretRule.find_in`` of one such build
-three ways: as the build runs it, with one joined search of every value, and
-with no format search (the declared-secret part alone). Focused: it times one
-build shape on one host, not the bench's figures.
+The parent env alternates between two snapshots that differ in the value of
+one declared name (``GITHUB_TOKEN``, no credential format in either), so the
+build memo never hits and every build is a full one with a rule of its own
+(a plain value would make it from the last build: ``pipeline/_delta``).
+Prints the build's median, what the format table searches per build
+(counted), and ``SecretRule.find_in`` of one such build three ways: as the
+build runs it, with one joined search of every value, and with no format
+search (the declared-secret part alone). Focused: it times one build shape
+on one host, not the bench's figures.
 
     python -m benchmarks.changing_build [CALLS]
 """
@@ -22,6 +24,7 @@ from pathlib import Path
 
 from benchmarks.workloads import make_w1
 from envscope import Catalog
+from envscope.pipeline._memo import CleanValues
 from envscope.pipeline.secret_rule import SecretMatch, SecretRule
 from envscope.policy.formats import CredentialFormat, FormatTable
 
@@ -39,7 +42,7 @@ def main(calls: int) -> None:
         w1, tree = make_w1(Path(tmp), catalog)
         tree.settle()  # past the racy window: else every build rescans its manifests
         host = w1.host(catalog)
-        bases = (dict(w1.environ, BENCH_SPAWN_SEQ="1"), dict(w1.environ, BENCH_SPAWN_SEQ="2"))
+        bases = tuple(dict(w1.environ, GITHUB_TOKEN=f"bench-token-value-000{n}") for n in (1, 2))
         flip = [0]
 
         def changing() -> object:
@@ -49,7 +52,9 @@ def main(calls: int) -> None:
         real_find = FormatTable.find
         real_find_in = SecretRule.find_in
         searched = [0, 0]
-        captured: list[tuple[SecretRule, list[tuple[str, str]], list[bool]]] = []
+        captured: list[
+            tuple[SecretRule, list[tuple[str, str]], list[bool], CleanValues | None]
+        ] = []
 
         def counting(self: FormatTable, value: str) -> CredentialFormat | None:
             searched[0] += 1
@@ -57,10 +62,13 @@ def main(calls: int) -> None:
             return real_find(self, value)
 
         def capture(
-            self: SecretRule, items: Sequence[tuple[str, str]], owns: Sequence[bool] = ()
+            self: SecretRule,
+            items: Sequence[tuple[str, str]],
+            owns: Sequence[bool] = (),
+            clean: CleanValues | None = None,
         ) -> list[tuple[SecretMatch, ...]]:
-            captured.append((self, list(items), list(owns)))
-            return real_find_in(self, items, owns)
+            captured.append((self, list(items), list(owns), clean))
+            return real_find_in(self, items, owns, clean)
 
         with host.routed(w1.profiles[0]):
             for _ in range(200):
@@ -77,11 +85,9 @@ def main(calls: int) -> None:
                 changing()
             finally:
                 SecretRule.find_in = real_find_in  # type: ignore[method-assign]
-        rule, items, owns = captured[0]
-        as_built = median_us(lambda: rule.find_in(items, owns), calls)
-        if getattr(rule, "_clean", None) is not None:
-            rule._clean = None  # one joined search of every value
-        joined = median_us(lambda: rule.find_in(items, owns), calls)
+        rule, items, owns, clean = captured[0]
+        as_built = median_us(lambda: rule.find_in(items, owns, clean), calls)
+        joined = median_us(lambda: rule.find_in(items, owns), calls)  # every value searched
         rule._formats = None
         declared = median_us(lambda: rule.find_in(items, owns), calls)
     print(f"changing build: {build_us:.1f} µs (median, {calls} calls)")

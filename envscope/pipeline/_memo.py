@@ -35,7 +35,9 @@ memo and searches every value):
 - ``under(table)`` is one build's ``CleanValues``: the values remembered under
   that very table object (``policy.formats.format_table()``; a set remembered
   under another table, such as the one before ``reset_table()``, is ignored);
-- ``SecretRule.find_in`` searches only the values not among them: once for the
+- ``SecretRule.find_in``, given that view by the build (``SanitizeOptions.clean``:
+  the view is the build's, never the rule's, so one rule serves many builds),
+  searches only the values not among them: once for the
   lot, and value by value only when that search finds a format. It then
   remembers (``CleanValues.remember``) the values of *this* build that hold no
   format, replacing the last set wholesale: nothing accumulates across builds.

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
 
     from envscope.audit.trace import Trace
+    from envscope.pipeline._memo import CleanValues
     from envscope.pipeline.decision import Verdict
     from envscope.pipeline.secret_rule import SecretRule
     from envscope.pipeline.stages import Entry
@@ -75,6 +76,8 @@ class SanitizeOptions:
     # a declared name in plain extra this child may not get: dropped (traced), else an error
     drop_refused_extra: bool = False
     grant: frozenset[str] = frozenset()  # exact spellings of extra keys received as given
+    # the build's view of its memo owner's values known clean of credential formats
+    clean: CleanValues | None = None
     resolved: frozenset[str] = frozenset()  # block keys the host resolved: not the operator's
     own: frozenset[str] = frozenset()  # block keys the routed profile typed in its own config
 
@@ -203,7 +206,7 @@ def _decide(
     into ``drop_refused_extra``.
     """
     items = list(out.items())
-    verdicts = decide_all(options.rule, [entry for _, entry in items])
+    verdicts = decide_all(options.rule, [entry for _, entry in items], options.clean)
     if decided is not None:
         decided.extend(zip((entry for _, entry in items), verdicts, strict=True))
     # the caller's own extra (an MCP block is the operator's config: its entries are traced)

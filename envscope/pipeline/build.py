@@ -215,21 +215,17 @@ def _base_filter(request: BuildRequest) -> BaseFilter | None:
     return BaseFilter(allowlist, surface_policy, options.fold)
 
 
-def secret_rule(request: BuildRequest, formats: FormatMemo | None = None) -> SecretRule:
+def secret_rule(request: BuildRequest) -> SecretRule:
     """The build's one secret rule: its policies, and every value the host knows of.
 
     The caller's ``extra`` counts as the host's values except on the ``mcp``
-    surface, where it is the server's block: the operator's literals.
-    ``formats`` is the memo owner's: the rule searches the current format table
-    and skips the values the owner found clean under that very table.
+    surface, where it is the server's block: the operator's literals. The rule
+    searches the current format table; which values a build need not search
+    again is the build's (``_sanitize_options``), not the rule's.
     """
     from envscope.policy.formats import format_table  # with a host's first build
 
-    table = clean = None
-    if request.options.strip_value_aliases:
-        table = format_table()  # one table searches and keys what is remembered
-        if formats is not None:
-            clean = formats.under(table)
+    table = format_table() if request.options.strip_value_aliases else None
 
     surface, binding, routed = request.surface, request.binding, request.routed
     surface_policy = request.options.surface_policies.get(surface)
@@ -249,7 +245,6 @@ def secret_rule(request: BuildRequest, formats: FormatMemo | None = None) -> Sec
         ungrantable=request.ungrantable,
         formats=table,
         known_safe=request.options.known_safe,
-        clean=clean,
         strip_values=request.options.strip_value_aliases,
         home=(request.options.home_env_var, request.target),
         name_context=request.options.name_context,
@@ -293,8 +288,11 @@ def _sanitize_options(
     fold, routed = options.fold, request.routed
     surface_policy = options.surface_policies.get(surface)
     scope: Mapping[str, str] = {} if request.binding is None else request.binding.scope
+    rule = secret_rule(request) if rule is None else rule
+    table = rule.formats  # the values the owner found clean under it are not searched again
     return SanitizeOptions(
-        rule=secret_rule(request, formats) if rule is None else rule,
+        rule=rule,
+        clean=None if formats is None or table is None else formats.under(table),
         extra=request.extras,
         passthrough=tuple(passthrough),
         passthrough_source=(

@@ -54,6 +54,7 @@ from envscope.policy._reasons import Reason
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
+    from envscope.pipeline._memo import CleanValues
     from envscope.pipeline.secret_rule import SecretRule
 
 __all__ = [
@@ -360,8 +361,16 @@ def held_as_secret(rule: SecretRule, key: str, value: str) -> bool:
     return verdict is not None and verdict.secret
 
 
-def decide_all(rule: SecretRule, entries: Sequence[tuple[str, str, Layer]]) -> list[Verdict | None]:
-    """``decide`` for each entry, in order, with one search of the values for the lot."""
+def decide_all(
+    rule: SecretRule,
+    entries: Sequence[tuple[str, str, Layer]],
+    clean: CleanValues | None = None,
+) -> list[Verdict | None]:
+    """``decide`` for each entry, in order, with one search of the values for the lot.
+
+    ``clean``: the build's view of its memo owner's values known clean of
+    credential formats (``SecretRule.find_in``), or None.
+    """
     if rule.routed:  # ``is_own`` for each entry, inlined (one pass over a build's entries)
         own_layers, spawn = _OWN_LAYERS, Layer.SPAWN
         owns = [
@@ -370,7 +379,7 @@ def decide_all(rule: SecretRule, entries: Sequence[tuple[str, str, Layer]]) -> l
         ]
     else:
         owns = [False] * len(entries)
-    matches = rule.find_in([(key, value) for key, value, _ in entries], owns)
+    matches = rule.find_in([(key, value) for key, value, _ in entries], owns, clean)
     return [
         None
         if layer is Layer.HOME_VAR or rule.is_home(key, value)

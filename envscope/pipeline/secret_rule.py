@@ -40,8 +40,9 @@ provider's key under a catalog name of that provider as the whole value
 a grant (``HOST``), also the force prefix (``CREDENTIAL``), or nothing
 (``SOURCE``: a secret source's credential).
 ``find_in`` answers ``secret_in`` for a build's values in one pass; given the
-memo owner's ``CleanValues`` (``_memo``), the format table searches only
-the values the owner's last build did not find clean.
+build's view of its memo owner's ``CleanValues`` (``_memo``), the format table
+searches only the values the owner's last build did not find clean. The view
+is the build's, not the rule's: one rule serves many builds.
 
 ``public(match)`` is what an error or a log line may say about a match: the
 secret's name, unless the rule is routed and the secret is the launch profile's
@@ -92,7 +93,6 @@ class SecretRule:
     """The secret rule of one build context (see the module docstring)."""
 
     __slots__ = (
-        "_clean",
         "_declared",
         "_formats",
         "_home",
@@ -126,7 +126,6 @@ class SecretRule:
         ungrantable: frozenset[str] = frozenset(),
         formats: FormatTable | None = None,
         known_safe: frozenset[str] = frozenset(),
-        clean: CleanValues | None = None,
         strip_values: bool = True,
         home: tuple[str, str] | None = None,
         name_context: bool = True,
@@ -141,9 +140,7 @@ class SecretRule:
         ``ungrantable`` are the upper-cased names of secret sources' credentials.
         ``formats`` is the credential format table (``policy.formats.format_table()``;
         None: no format is a secret); ``known_safe`` names (upper-cased) the
-        operator lets keep one. ``clean`` is the memo owner's values known to
-        hold no format under the table ``formats`` searches (``_memo``):
-        ``find_in`` searches only the others, and remembers this build's.
+        operator lets keep one.
         ``strip_values=False`` (``Host(strip_value_aliases=False)``): no value is a
         secret value for this child; names are still denied. ``home`` is the
         home variable and the context's home: that exact entry is the child's
@@ -162,7 +159,6 @@ class SecretRule:
         self._ungrantable = ungrantable
         self._formats = formats
         self._known_safe = known_safe
-        self._clean = clean
         self._host = Secrets()
         self._scope = Secrets()
         self._launch_pairs: set[tuple[str, str]] = set()  # routed: (NAME, value) the launch holds
@@ -453,7 +449,10 @@ class SecretRule:
         return out
 
     def find_in(
-        self, items: Sequence[tuple[str, str]], owns: Sequence[bool] = ()
+        self,
+        items: Sequence[tuple[str, str]],
+        owns: Sequence[bool] = (),
+        clean: CleanValues | None = None,
     ) -> list[tuple[SecretMatch, ...]]:
         """``secret_in`` for each ``(key, value)``, in order, in one pass for the lot.
 
@@ -462,8 +461,9 @@ class SecretRule:
         A declared secret that occurs in none of the values (one substring search
         over them all) is not looked for value by value, nor is a credential
         format (one search of the format table over the values still undecided).
-        With ``clean``, that search skips the values the owner's last build found
-        clean, and the owner keeps this build's.
+        With ``clean`` (a build's view of its memo owner's values known to hold
+        no format under this rule's table), that search skips the values the
+        owner's last build found clean, and the owner keeps this build's.
         """
         joined = "\x00".join(value for _, value in items)
         host = self._host.present_in(joined)
@@ -480,7 +480,8 @@ class SecretRule:
         formats = self._formats
         if formats is None:
             return out
-        clean = self._clean
+        if clean is not None and clean.table is not formats:
+            clean = None  # remembered under another table: every value is searched
         # a value a declared secret covers whole needs no format search
         todo = [
             i

@@ -15,8 +15,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from envscope import Catalog
-from envscope.pipeline._memo import FormatMemo
-from envscope.pipeline.secret_rule import SecretRule
+from envscope.pipeline._memo import CleanValues, FormatMemo
+from envscope.pipeline.secret_rule import SecretMatch, SecretRule
 from envscope.policy._secret_policy import build_policy
 from envscope.policy.formats import format_table
 
@@ -58,16 +58,29 @@ def histories(draw: st.DrawFn) -> list[tuple[list[tuple[str, str]], bool, frozen
     return draw(st.lists(build, min_size=1, max_size=6))
 
 
-def _rule(inherit: bool, known_safe: frozenset[str], owner: FormatMemo | None) -> SecretRule:
+class _Build:
+    """A rule with one build's view of its owner's clean values: ``find_in`` as a build asks."""
+
+    def __init__(self, rule: SecretRule, clean: CleanValues | None) -> None:
+        self.rule, self.clean = rule, clean
+
+    def find_in(self, items: list[tuple[str, str]]) -> list[tuple[SecretMatch, ...]]:
+        return self.rule.find_in(items, (), self.clean)
+
+    def secret_in(self, key: str, value: str) -> tuple[SecretMatch, ...]:
+        return self.rule.secret_in(key, value)
+
+
+def _rule(inherit: bool, known_safe: frozenset[str], owner: FormatMemo | None) -> _Build:
     table = format_table()
-    return SecretRule(
+    rule = SecretRule(
         POLICY,
         inherit_credentials=inherit,
         launch_values=(LAUNCH,),
         formats=table,
         known_safe=known_safe,
-        clean=None if owner is None else owner.under(table),
     )
+    return _Build(rule, None if owner is None else owner.under(table))
 
 
 NONE: frozenset[str] = frozenset()
