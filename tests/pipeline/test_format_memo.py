@@ -168,6 +168,17 @@ def test_a_set_remembered_under_another_table_is_ignored() -> None:
     assert owner.under(FormatTable.of(table.formats)).known_clean == frozenset()
 
 
+def test_find_in_ignores_a_view_under_another_table(searched: list[str]) -> None:
+    """A build's view of clean values made under another table than the rule searches with
+    skips nothing: every value is searched."""
+    owner = FormatMemo()
+    owner.remember(FormatTable.of(format_table().formats), frozenset(CLEAN.values()))
+    stale = CleanValues(frozenset(CLEAN.values()), FormatTable.of(format_table().formats), owner)
+    rule = _rule(None).rule
+    assert rule.find_in(list(CLEAN.items()), (), stale) == [()] * len(CLEAN)
+    assert searched == ["\x00".join(CLEAN.values())]
+
+
 def test_reset_table_invalidates_what_was_remembered(
     make_host: HostFactory, searched: list[str], own_table: None
 ) -> None:
