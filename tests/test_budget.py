@@ -233,6 +233,14 @@ def test_import_envscope_loads_no_heavy_module() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_importing_host_leaves_the_format_table_module_for_the_first_build() -> None:
+    """``from envscope import Host`` does not load ``policy.formats`` (its dataclasses and
+    table code cost milliseconds): a host's first build does."""
+    code = "import sys; from envscope import Host; print('envscope.policy.formats' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 # -- the faster records keep the frozen-dataclass behaviour they replaced -------------------
 
 

@@ -58,7 +58,6 @@ from envscope.pipeline._memo import same_objects
 from envscope.pipeline._request import check_parent_envs
 from envscope.pipeline.decision import decide
 from envscope.pipeline.stages import block_bytes, entry_bytes, validate_block
-from envscope.policy import formats as _formats
 from envscope.policy._layers import Layer
 from envscope.policy.surfaces import Surface
 
@@ -254,10 +253,12 @@ def reusable_rule(
 
 def _same_inputs(template: Template, key: MemoKey, others: tuple[object, ...]) -> bool:
     """The template's inputs but the parent envs and ``extra``: the same objects, equal maps."""
+    from envscope.policy.formats import format_table  # loaded: the template's rule searched
+
     return (
         same_objects(template.same, key[1])
         and template.others == others
-        and template.rule.formats is _formats.format_table()  # replaced: every value searched
+        and template.rule.formats is format_table()  # replaced: every value searched
     )
 
 
