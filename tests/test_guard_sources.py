@@ -104,6 +104,19 @@ def guarded(tmp_path: Path) -> Iterator[Path]:
     envscope.guard(Host(str(tmp_path)), mode="off")
 
 
+def _guarded_host(
+    guarded: Path, monkeypatch: pytest.MonkeyPatch, kind: str, mode: str
+) -> tuple[Host, dict[str, str]]:
+    """A host with the ``kind`` source, its client's credentials in the process env, guarded."""
+    source, handed = SOURCES[kind](guarded)
+    for name, value in handed.items():
+        monkeypatch.setenv(name, value)
+    host = Host(write_home(guarded, "A"))
+    host.add_secret_source(source)  # type: ignore[arg-type]
+    envscope.guard(host, mode=mode)  # type: ignore[arg-type]
+    return host, handed
+
+
 @pytest.mark.parametrize("fetch", FETCHES)
 @pytest.mark.parametrize("mode", ["raise", "warn"])
 @pytest.mark.parametrize("kind", SOURCES)
@@ -115,13 +128,8 @@ def test_a_sources_own_cli_call_runs_under_the_guard(
     mode: str,
     fetch: str,
 ) -> None:
-    source, handed = SOURCES[kind](guarded)
-    for name, value in handed.items():
-        monkeypatch.setenv(name, value)
     monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "fake-telegram-bot-token-0001")  # a host secret
-    host = Host(write_home(guarded, "A"))
-    host.add_secret_source(source)  # type: ignore[arg-type]
-    envscope.guard(host, mode=mode)  # type: ignore[arg-type]
+    host, handed = _guarded_host(guarded, monkeypatch, kind, mode)
     with caplog.at_level(logging.WARNING, logger="envscope.guard"):
         FETCHES[fetch](host, guarded)
     assert not [r for r in caplog.records if r.name == "envscope.guard"]
@@ -137,12 +145,7 @@ def test_the_exemption_leaves_a_record_naming_what_it_passed(
 ) -> None:
     """Each spawn the exemption passes is recorded at DEBUG on ``envscope.guard``: the event
     and the credential names, never a value."""
-    source, handed = SOURCES[kind](guarded)
-    for name, value in handed.items():
-        monkeypatch.setenv(name, value)
-    host = Host(write_home(guarded, "A"))
-    host.add_secret_source(source)  # type: ignore[arg-type]
-    envscope.guard(host, mode="raise")
+    host, handed = _guarded_host(guarded, monkeypatch, kind, "raise")
     with caplog.at_level(logging.DEBUG, logger="envscope.guard"):
         host.load_launch_env()
     (record,) = [r for r in caplog.records if "source-own" in r.getMessage()]
@@ -157,12 +160,7 @@ def test_the_exemption_ends_with_the_call(
     guarded: Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
     """After the fetch, the host's own spawn carrying the same credential is blocked."""
-    source, handed = SOURCES[kind](guarded)
-    for name, value in handed.items():
-        monkeypatch.setenv(name, value)
-    host = Host(write_home(guarded, "A"))
-    host.add_secret_source(source)  # type: ignore[arg-type]
-    envscope.guard(host, mode="raise")
+    host, handed = _guarded_host(guarded, monkeypatch, kind, "raise")
     host.load_launch_env()
     with pytest.raises(SpawnBlockedError, match=next(iter(handed))):
         subprocess.run([TRUE], env={"PATH": os.defpath, **handed}, check=False)

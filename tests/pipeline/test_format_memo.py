@@ -12,15 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from envscope import Catalog, Surface
+from envscope import Surface
 from envscope.pipeline._memo import CleanValues, FormatMemo
-from envscope.pipeline.secret_rule import SecretMatch, SecretRule
+from envscope.pipeline.secret_rule import SecretMatch
 from envscope.policy import formats
-from envscope.policy._secret_policy import build_policy
 from envscope.policy.formats import CredentialFormat, FormatTable, format_table, reset_table
+from tests._format_rules import BuildView
 from tests.conftest import HostFactory
-
-POLICY = build_policy(Catalog.default())
 
 
 def _example(pick: Callable[[CredentialFormat], bool]) -> str:
@@ -53,36 +51,15 @@ def own_table(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(formats, "format_table", functools.cache(formats.format_table.__wrapped__))
 
 
-class _Build:
-    """A rule with one build's view of its owner's clean values: ``find_in`` as a build asks."""
-
-    def __init__(self, rule: SecretRule, clean: CleanValues | None) -> None:
-        self.rule, self.clean = rule, clean
-
-    def find_in(self, items: list[tuple[str, str]]) -> list[tuple[SecretMatch, ...]]:
-        return self.rule.find_in(items, (), self.clean)
-
-    def secret_in(self, key: str, value: str) -> tuple[SecretMatch, ...]:
-        return self.rule.secret_in(key, value)
-
-
 def _rule(
     owner: FormatMemo | None,
     *,
     inherit: bool = False,
     known_safe: frozenset[str] = frozenset(),
     launch: dict[str, str] | None = None,
-) -> _Build:
+) -> BuildView:
     """A rule over the default policy, with ``owner``'s clean values (None: without any)."""
-    table = format_table()
-    rule = SecretRule(
-        POLICY,
-        inherit_credentials=inherit,
-        launch_values=({} if launch is None else launch,),
-        formats=table,
-        known_safe=known_safe,
-    )
-    return _Build(rule, None if owner is None else owner.under(table))
+    return BuildView(owner, inherit=inherit, known_safe=known_safe, launch=launch)
 
 
 def _both(

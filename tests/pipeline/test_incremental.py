@@ -31,22 +31,27 @@ def tree(tmp_path: Path) -> tuple[Path, Path, Path]:
     return launch, profile, managed
 
 
-@pytest.fixture
-def made_incrementally(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
-    """Whether each build that found a template was made from it (the check is off: its
-    full build beside each would count as a build of its own)."""
-    made: list[bool] = []
-    real = _delta.rebuild
+def _answers(monkeypatch: pytest.MonkeyPatch, name: str) -> Iterator[list[bool]]:
+    """Whether each call of ``build``'s ``_delta.<name>`` answered (not None), with the
+    check off: its full build beside each would count as a build of its own."""
+    answered: list[bool] = []
+    real = getattr(_delta, name)
 
     def spying(*args: Any) -> Any:
         done = real(*args)
-        made.append(done is not None)
+        answered.append(done is not None)
         return done
 
-    monkeypatch.setattr("envscope.pipeline.build.rebuild", spying)
+    monkeypatch.setattr(f"envscope.pipeline.build.{name}", spying)
     previous = _delta.check_incremental(False)
-    yield made
+    yield answered
     _delta.check_incremental(previous)
+
+
+@pytest.fixture
+def made_incrementally(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
+    """Whether each build that found a template was made from it."""
+    yield from _answers(monkeypatch, "rebuild")
 
 
 def _set(name: str, value: str) -> Callable[[Env, Call], None]:
@@ -237,18 +242,7 @@ def test_a_changed_value_is_checked_against_the_cap_as_a_full_build_checks_it(
 @pytest.fixture
 def rule_reused(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     """Whether each full build of a slot with a template reused its rule."""
-    reused: list[bool] = []
-    real = _delta.reusable_rule
-
-    def spying(*args: Any) -> Any:
-        rule = real(*args)
-        reused.append(rule is not None)
-        return rule
-
-    monkeypatch.setattr("envscope.pipeline.build.reusable_rule", spying)
-    previous = _delta.check_incremental(False)
-    yield reused
-    _delta.check_incremental(previous)
+    yield from _answers(monkeypatch, "reusable_rule")
 
 
 # (change, the full build reuses the last build's rule): none of these is made incrementally

@@ -14,15 +14,12 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from envscope import Catalog
-from envscope.pipeline._memo import CleanValues, FormatMemo
-from envscope.pipeline.secret_rule import SecretMatch, SecretRule
-from envscope.policy._secret_policy import build_policy
+from envscope.pipeline._memo import FormatMemo
 from envscope.policy.formats import format_table
+from tests._format_rules import BuildView
 
 pytestmark = pytest.mark.property
 
-POLICY = build_policy(Catalog.default())
 EXAMPLES = [f.example for f in format_table().formats]
 OPENAI = next(f.example for f in format_table().formats if f.provider == "openai")
 DECLARED = "a-declared-secret-value-01"
@@ -58,29 +55,8 @@ def histories(draw: st.DrawFn) -> list[tuple[list[tuple[str, str]], bool, frozen
     return draw(st.lists(build, min_size=1, max_size=6))
 
 
-class _Build:
-    """A rule with one build's view of its owner's clean values: ``find_in`` as a build asks."""
-
-    def __init__(self, rule: SecretRule, clean: CleanValues | None) -> None:
-        self.rule, self.clean = rule, clean
-
-    def find_in(self, items: list[tuple[str, str]]) -> list[tuple[SecretMatch, ...]]:
-        return self.rule.find_in(items, (), self.clean)
-
-    def secret_in(self, key: str, value: str) -> tuple[SecretMatch, ...]:
-        return self.rule.secret_in(key, value)
-
-
-def _rule(inherit: bool, known_safe: frozenset[str], owner: FormatMemo | None) -> _Build:
-    table = format_table()
-    rule = SecretRule(
-        POLICY,
-        inherit_credentials=inherit,
-        launch_values=(LAUNCH,),
-        formats=table,
-        known_safe=known_safe,
-    )
-    return _Build(rule, None if owner is None else owner.under(table))
+def _rule(inherit: bool, known_safe: frozenset[str], owner: FormatMemo | None) -> BuildView:
+    return BuildView(owner, inherit=inherit, known_safe=known_safe, launch=LAUNCH)
 
 
 NONE: frozenset[str] = frozenset()
