@@ -129,6 +129,7 @@ def check_flags(flags: Mapping[str, object]) -> None:
 
 
 _EMPTY: tuple[str, ...] = ()
+_NONE: frozenset[str] = frozenset()
 
 
 def build_arguments(
@@ -151,8 +152,8 @@ def build_arguments(
     check_flags(flags)
     # the signatures' defaults (CPython's one empty tuple): nothing to check; any other
     # value, however empty or odd, takes the checks below
-    if extra is None and passthrough is grant is resolved is own is _EMPTY:
-        return (), frozenset(), {}, frozenset(), frozenset()
+    if passthrough is grant is resolved is own is _EMPTY:  # only ``extra``: nothing names its keys
+        return _EMPTY, _NONE, coerce_extra(extra), _NONE, _NONE
     names = name_list(passthrough, "passthrough", allow_empty=True)
     granted = frozenset(name_list(grant, "grant"))
     references = frozenset(name_list(resolved, "resolved"))
@@ -214,24 +215,26 @@ def env_entries(
     for key, value in mapping.items():
         if not isinstance(key, str):
             raise error(f"<a {type(key).__name__}>", "a name must be a string")
-        # the key as shown: escaped when it holds a lone surrogate, cut at its first "="
-        escaped = key if encodable(key) else key.encode("utf-8", "backslashreplace").decode()
-        shown = shown_key(escaped)
-        if escaped is not key:
-            raise error(shown, "the name holds a lone surrogate (no child env can carry it)")
+        # the key as shown (``shown_key``, made only for an error): cut at its first "=",
+        # escaped when it holds a lone surrogate
+        if not encodable(key):
+            escaped = key.encode("utf-8", "backslashreplace").decode()
+            raise error(
+                shown_key(escaped), "the name holds a lone surrogate (no child env can carry it)"
+            )
         if not parent and not valid_name(key):
-            raise error(shown, "not a valid environment variable name")
+            raise error(shown_key(key), "not a valid environment variable name")
         if isinstance(value, str):
             text = value
         elif numbers and isinstance(value, (int, float)) and not isinstance(value, bool):
             text = str(value)
         else:
             kinds = "a string or a number" if numbers else "a string"
-            raise error(shown, f"must be {kinds}, not {type(value).__name__}")
+            raise error(shown_key(key), f"must be {kinds}, not {type(value).__name__}")
         if not parent and "\x00" in text:
-            raise error(shown, "value holds a NUL byte")
+            raise error(shown_key(key), "value holds a NUL byte")
         if not encodable(text):
-            raise error(shown, "value holds a lone surrogate (no child env can carry it)")
+            raise error(shown_key(key), "value holds a lone surrogate (no child env can carry it)")
         out[key] = text
     return out
 

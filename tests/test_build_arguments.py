@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from envscope._inputs import build_arguments
-from envscope.errors import ConfigurationError
+from envscope.errors import ConfigurationError, EnvscopeError
 
 FLAGS = {"inherit_credentials": False, "scrub": True}
 
@@ -29,3 +29,37 @@ def test_the_defaults_shortcut_equals_the_full_check(given: tuple[object, ...]) 
 def test_the_shortcut_still_checks_each_flag(flag: object) -> None:
     with pytest.raises(ConfigurationError, match="inherit_credentials: must be True or False"):
         build_arguments(None, (), (), {"inherit_credentials": flag})
+
+
+EXTRAS = [
+    None,
+    {},
+    {"TASK_ID": "7"},
+    {"N": 3, "F": 1.5},
+    {"BAD=NAME": "x"},
+    {"": "x"},
+    {"K": "a\x00b"},
+    {"K": True},
+    {"K": b"bytes"},
+    {"K\ud800": "x"},
+    {"K": "\udc80"},
+    ["not", "a mapping"],
+]
+
+
+def _answer(extra: object, names: list[str] | tuple[str, ...]) -> object:
+    try:
+        return build_arguments(extra, names, names, FLAGS, names, names)  # type: ignore[arg-type]
+    except EnvscopeError as exc:
+        return (type(exc), str(exc))
+
+
+@pytest.mark.parametrize("extra", EXTRAS, ids=repr)
+def test_the_extra_only_shortcut_answers_as_the_full_check(extra: object) -> None:
+    """Only ``extra`` given (every name list the signatures' default): the same child
+    values, the same frozen types, or the same error naming the key."""
+    got, want = _answer(extra, ()), _answer(extra, [])
+    assert got == want
+    assert isinstance(got, tuple)
+    assert isinstance(want, tuple)
+    assert [type(part) for part in got] == [type(part) for part in want]
