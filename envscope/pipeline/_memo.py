@@ -7,13 +7,16 @@ child env built for each *shape* of build and hands back a copy when every
 input is the same again. Where a build sits in the memo comes from its
 request's fields (``_request.memo_key``, each field's ``Role``):
 
-- the *shape* (surface, flags, passthrough, the ``extra`` block, grants, and
-  whether the build is traced) picks the slot;
+- the *shape* (surface, flags, passthrough, the ``extra`` block's keys, grants,
+  and whether the build is traced) picks the slot; on the ``mcp`` surface the
+  block's items (each server its own slot). A per-call value (a task id in
+  ``extra``) is compared by equality, so it replaces its slot's child instead
+  of filling the memo and starting it over;
 - by identity (``same_objects``), the objects immutable once made: the host's
   settings, the bound home's policy (a new object whenever a manifest or the
   adapter census changes), the launch loads, the managed values, the keep-set;
-- by equality, what changes per build: the env snapshot, the names secret
-  sources supplied or applied.
+- by equality, what changes per build: the env snapshot, the ``extra``
+  values, the names secret sources supplied or applied.
 
 The memo's *owner* holds it: a routed home's share (every binding made from
 the same scope and residue objects uses it), or the host for unbound builds;

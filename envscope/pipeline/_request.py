@@ -2,12 +2,15 @@
 
 Every field of a ``BuildRequest`` says how the build memo compares it
 (``Role``, in the field's metadata): part of the build's *shape* (hashable, the
-memo's slot), the *same* object (immutable once made: a policy, the launch
-loads), an *equal* mapping (the parent env, the names a source supplied), the
-memo's *owner* (the routed binding whose memo it is), or *derived* from other
-fields. ``memo_key`` is made from those roles alone, and a test fails when a
-field has none, so a new input can never be left out of the key (a stale
-child env).
+memo's slot), *keyed* (the caller's ``extra``: its keys in the shape, its
+values compared by equality, so a new value per build replaces the slot's
+child instead of adding a slot; on the ``mcp`` surface its items are the
+shape, each server's block its own slot), the *same* object (immutable once
+made: a policy, the launch loads), an *equal* mapping (the parent env, the
+names a source supplied), the memo's *owner* (the routed binding whose memo
+it is), or *derived* from other fields. ``memo_key`` is made from those
+roles alone, and a test fails when a field has none, so a new input can
+never be left out of the key (a stale child env).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import TYPE_CHECKING, Literal
 
 from envscope._inputs import check_env
 from envscope.policy._declarations import norm
+from envscope.policy.surfaces import Surface
 
 if TYPE_CHECKING:
     from envscope.pipeline._binding import Binding
@@ -28,7 +32,7 @@ if TYPE_CHECKING:
     from envscope.policy._declarations import Origin
     from envscope.policy._secret_policy import SecretPolicy
     from envscope.policy.catalog import Catalog
-    from envscope.policy.surfaces import Surface, SurfacePolicy
+    from envscope.policy.surfaces import SurfacePolicy
 
 __all__ = [
     "BuildRequest",
@@ -36,7 +40,6 @@ __all__ = [
     "Role",
     "check_parent_envs",
     "memo_key",
-    "template_slot",
     "unenv_equal",
 ]
 
@@ -44,7 +47,8 @@ __all__ = [
 class Role(enum.Enum):
     """How the build memo compares one field of a ``BuildRequest``."""
 
-    SHAPE = "shape"  # hashable (a mapping: its items), part of the memo slot
+    SHAPE = "shape"  # hashable, part of the memo slot
+    KEYED = "keyed"  # a mapping: its keys in the slot (mcp: its items), compared by value
     SAME = "same"  # compared by identity: immutable once made
     EQUAL = "equal"  # compared by value
     OWNER = "owner"  # the memo lives in it (a routed binding's home share)
@@ -52,7 +56,7 @@ class Role(enum.Enum):
 
 
 SHAPE: Mapping[str, object] = MappingProxyType({"memo": Role.SHAPE})
-SHAPE_ITEMS: Mapping[str, object] = MappingProxyType({"memo": Role.SHAPE, "items": True})
+KEYED: Mapping[str, object] = MappingProxyType({"memo": Role.KEYED})
 SAME: Mapping[str, object] = MappingProxyType({"memo": Role.SAME})
 EQUAL: Mapping[str, object] = MappingProxyType({"memo": Role.EQUAL})
 OWNER: Mapping[str, object] = MappingProxyType({"memo": Role.OWNER})
@@ -123,7 +127,7 @@ class BuildRequest:
     inherit_credentials: bool = field(metadata=SHAPE)
     strip_launch_profile: bool = field(metadata=SHAPE)
     passthrough: tuple[str, ...] = field(metadata=SHAPE)
-    extras: dict[str, str] = field(metadata=SHAPE_ITEMS)  # each MCP block: its own shape
+    extras: dict[str, str] = field(metadata=KEYED)  # each MCP block: its own slot
     granted: frozenset[str] = field(metadata=SHAPE)  # exact spellings of extra keys given as is
     resolved: frozenset[str] = field(metadata=SHAPE)  # MCP block keys the host resolved
     own: frozenset[str] = field(metadata=SHAPE)  # MCP block keys the routed profile typed
@@ -172,49 +176,42 @@ def check_parent_envs(snapshot: dict[str, str], process: dict[str, str] | None) 
 _ROLES: tuple[tuple[str, Role], ...] = tuple(
     (f.name, f.metadata["memo"]) for f in fields(BuildRequest)
 )
-_SHAPE = tuple(name for name, role in _ROLES if role is Role.SHAPE)
+_SHAPE = tuple(name for name, role in _ROLES if role in (Role.SHAPE, Role.KEYED))
+_EQUAL = tuple(name for name, role in _ROLES if role in (Role.EQUAL, Role.KEYED))
 # Read with one C-level attrgetter per role: the key is made on every spawn.
 _SHAPE_OF = operator.attrgetter(*_SHAPE)
 _SAME_OF = operator.attrgetter(*(name for name, role in _ROLES if role is Role.SAME))
-_EQUAL_OF = operator.attrgetter(*(name for name, role in _ROLES if role is Role.EQUAL))
-_ITEMS = frozenset(f.name for f in fields(BuildRequest) if f.metadata.get("items"))
-_SHAPE_MAPPINGS = tuple(i for i, name in enumerate(_SHAPE) if name in _ITEMS)
-# where the shape holds a mapping (the MCP block, SHAPE_ITEMS): keyed by its items
+_EQUAL_OF = operator.attrgetter(*_EQUAL)
+_KEYED = frozenset(name for name, role in _ROLES if role is Role.KEYED)
+_SHAPE_MAPPINGS = tuple(i for i, name in enumerate(_SHAPE) if name in _KEYED)
+# where the shape holds a keyed mapping (the caller's extra): its keys, or on mcp its items
 
 
 def memo_key(request: BuildRequest, *, traced: bool) -> MemoKey:
     """Where this build sits in its owner's memo, from the fields' roles alone.
 
-    ``(shape, same, equal)``: the shape fields (and whether the build is traced:
-    a traced build keeps its decisions too), the same-object fields, the equal
-    fields. Owner and derived fields are not in it.
+    ``(shape, same, equal)``: the shape fields, each keyed mapping by its keys
+    (on the ``mcp`` surface by its items), and whether the build is traced (a
+    traced build keeps its decisions too); the same-object fields; the equal
+    fields and the keyed mappings. Owner and derived fields are not in it. An
+    untraced build's shape is its incremental slot too (``_delta``: an ``mcp``
+    build takes none).
     """
     shape = list(_SHAPE_OF(request))
+    items = request.surface is Surface.MCP
     for i in _SHAPE_MAPPINGS:
-        shape[i] = tuple(shape[i].items())
+        mapping = shape[i]
+        shape[i] = tuple(mapping.items()) if items else tuple(mapping)
     shape.append(traced)
     return tuple(shape), _SAME_OF(request), _EQUAL_OF(request)
 
 
-_ENV_POSITIONS = frozenset(
-    i
-    for i, name in enumerate(n for n, role in _ROLES if role is Role.EQUAL)
-    if name in ("snapshot", "process")
-)
+_DIFFED = frozenset(i for i, name in enumerate(_EQUAL) if name in ("snapshot", "process", *_KEYED))
 
 
 def unenv_equal(key: MemoKey) -> tuple[object, ...]:
-    """The key's equal fields but the two parent envs (an incremental build diffs those)."""
-    return tuple(value for i, value in enumerate(key[2]) if i not in _ENV_POSITIONS)
-
-
-def template_slot(key: MemoKey) -> tuple[object, ...]:
-    """An incremental build's slot (``_delta``): the key's shape, each mapping by its keys."""
-    shape = list(key[0])
-    for i in _SHAPE_MAPPINGS:
-        items: tuple[tuple[str, str], ...] = shape[i]  # type: ignore[assignment]
-        shape[i] = tuple(name for name, _ in items)
-    return tuple(shape)
+    """The key's equal fields but the parent envs and ``extra`` (incremental builds diff them)."""
+    return tuple(value for i, value in enumerate(key[2]) if i not in _DIFFED)
 
 
 def roles() -> Sequence[tuple[str, Role]]:

@@ -42,7 +42,6 @@ from envscope.pipeline._request import (
     HostOptions,
     check_parent_envs,
     memo_key,
-    template_slot,
     unenv_equal,
 )
 from envscope.pipeline._residue_rule import ResidueRule
@@ -118,7 +117,7 @@ def _untraced(request: BuildRequest, key: MemoKey, memo: BuildMemo) -> dict[str,
     """
     if not eligible(request):
         return run_build(request, formats=memo.formats)
-    slot, others = template_slot(key), unenv_equal(key)
+    slot, others = key[0], unenv_equal(key)  # the shape: ``extra`` by its keys (not mcp)
     kept = memo.template(slot)
     template = as_template(kept)
     if template is not None:

@@ -118,6 +118,43 @@ def test_changed_options_rebuild(
     assert results[5]["E"] == "2"
 
 
+def test_a_new_extra_value_per_build_keeps_every_other_child(
+    make_host: HostFactory, homes: dict[str, Path], stage_runs: list[int]
+) -> None:
+    """A per-call value (``extra={"TASK_ID": n}``, new on every build) replaces its slot's
+    child: more of them than the memo has slots never push out another build's child."""
+    host = make_host(fs=settled())
+    with host.routed(homes["B"]):
+        plain = host.build_subprocess_env(BASE)
+        scripted = host.build_subprocess_env(BASE, surface=Surface.SCRIPT)
+        for n in range(2 * BuildMemo.MAX_SHAPES):
+            assert host.build_subprocess_env(BASE, extra={"TASK_ID": str(n)})["TASK_ID"] == str(n)
+        memo = host._binding.get().memo  # type: ignore[union-attr]
+        runs = stage_runs[0]
+        assert host.build_subprocess_env(BASE) == plain
+        assert host.build_subprocess_env(BASE, surface=Surface.SCRIPT) == scripted
+        again = host.build_subprocess_env(BASE, extra={"TASK_ID": str(n)})
+    assert stage_runs[0] == runs  # three memo hits
+    assert again["TASK_ID"] == str(n)
+    assert len(memo) == 3  # one slot per shape: the two builds and the TASK_ID one
+
+
+def test_each_mcp_block_keeps_its_own_child(
+    make_host: HostFactory, homes: dict[str, Path], stage_runs: list[int]
+) -> None:
+    """On the mcp surface the block's items are the slot: two servers whose blocks have the
+    same keys, spawned in turn, each hit their own child (an mcp build is never incremental)."""
+    host = make_host(fs=settled())
+    blocks = [{"SERVER": "one", "PORT": "1"}, {"SERVER": "two", "PORT": "2"}]
+    with host.routed(homes["B"]):
+        first = [host.build_subprocess_env(surface=Surface.MCP, extra=b) for b in blocks]
+        runs = stage_runs[0]
+        again = [host.build_subprocess_env(surface=Surface.MCP, extra=b) for b in blocks]
+    assert stage_runs[0] == runs == 2
+    assert again == first
+    assert [env["SERVER"] for env in again] == ["one", "two"]
+
+
 @pytest.mark.parametrize("restore_mtime", [False, True])
 def test_manifest_edit_within_one_binding_is_seen(
     make_host: HostFactory, homes: dict[str, Path], restore_mtime: bool
