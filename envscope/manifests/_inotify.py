@@ -148,6 +148,7 @@ class _PollFd(ctypes.Structure):
 
 
 _PollPair = _PollFd * 2  # the inotify and mount-table descriptors (a type costs ~20 µs: once)
+_POLL_COUNT = ctypes.c_ulong(2)  # poll(2)'s nfds_t for a ``_PollPair``
 _StatxBuffer = ctypes.c_char * _STATX_SIZE
 _LinkBuffer = ctypes.c_char * 64  # "mnt:[4026531840]": the namespace's link, 16 bytes today
 _LINK_ROOM = ctypes.c_size_t(63)  # a NUL always ends what readlink(2) wrote
@@ -193,25 +194,18 @@ class _Inotify:
         # timeout), and a gate makes it holding its lock: a poll that let go of the GIL
         # there leaves the lock held by a thread that must win the GIL back, and every
         # other building thread queues behind it (benchmarks/README.md, "threads").
+        # No argtypes on the per-build calls (poll, statx, readlink: their conversion is
+        # a third of a call): each argument is passed as its exact C type (a ``_PollPair``,
+        # ``_POLL_COUNT``, an int; an int, bytes, an int mask below 2**31, a buffer).
         self.poll = ctypes.PyDLL(None, use_errno=True).poll
-        self.poll.argtypes = (ctypes.POINTER(_PollFd), ctypes.c_ulong, ctypes.c_int)
         self.poll.restype = ctypes.c_int
         # statx(2) through ``PyDLL`` too: a clean home's check re-stats its roots, and an
         # ``os.stat`` hands the GIL to another thread three times per warm build. Made only
         # for clean homes, whose every file system is a local one (the allowlist).
         self.statx = ctypes.PyDLL(None, use_errno=True).statx  # AttributeError: no gate
-        self.statx.argtypes = (
-            ctypes.c_int,
-            ctypes.c_char_p,
-            ctypes.c_int,
-            ctypes.c_uint,
-            ctypes.c_void_p,
-        )
         self.statx.restype = ctypes.c_int
         # readlink(2) keeping the GIL: the mount namespace's link, where statx gives no
-        # mount id (before Linux 5.8; ``namespace``). No argtypes (their conversion is a
-        # fifth of the call): each argument is passed as its exact C type (bytes, a char
-        # array, ``_LINK_ROOM``).
+        # mount id (before Linux 5.8; ``namespace``): bytes, a char array, ``_LINK_ROOM``.
         self.readlink = ctypes.PyDLL(None, use_errno=True).readlink
         self.readlink.restype = ctypes.c_ssize_t
         if self.identity("/") in (None, IDENTITY_UNKNOWN):  # a seccomp filter, ENOSYS
@@ -437,7 +431,7 @@ class LinuxNotifier:
         closed descriptor: doubt, never trust). A failed poll raises ``OSError``.
         """
         fds = self._fds
-        while self._inotify.poll(fds, len(fds), 0) < 0:
+        while self._inotify.poll(fds, _POLL_COUNT, 0) < 0:
             err = ctypes.get_errno()
             if err != errno.EINTR:
                 raise OSError(err, os.strerror(err))

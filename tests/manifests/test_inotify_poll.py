@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from envscope.manifests._gate import create_gate
-from envscope.manifests._inotify import LinuxNotifier
+from envscope.manifests._inotify import _POLL_COUNT, LinuxNotifier
 
 pytestmark = pytest.mark.skipif(create_gate() is None, reason="no inotify here")
 
@@ -117,4 +117,6 @@ def test_the_poll_keeps_the_gil(notifier: LinuxNotifier) -> None:
     """The poll is a ``PyDLL`` function: made under the gate's lock, it keeps the GIL."""
     flags = notifier._inotify.poll._flags_
     assert flags & ctypes._FUNCFLAG_PYTHONAPI  # type: ignore[attr-defined]
-    assert notifier._inotify.poll.argtypes[2] is ctypes.c_int
+    # no argtypes: the count is passed as poll(2)'s nfds_t, for both descriptors
+    assert type(_POLL_COUNT) is ctypes.c_ulong
+    assert _POLL_COUNT.value == len(notifier._fds) == 2
