@@ -26,6 +26,7 @@ NOT_FROZEN = {
     "CatalogMemo": "a catalog's lookup answers and compiled patterns, filled on the spawn path",
     "BuildRequest": "made on every spawn, then only read (tests/pipeline/test_request.py)",
     "Evidence": "what a full build hands an incremental one, filled while the build runs",
+    "Template": "made per incremental build, then only read (tests/pipeline/test_incremental.py)",
 }
 """Mutable state, not records: each is named with why it is not frozen."""
 

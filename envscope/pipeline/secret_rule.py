@@ -359,7 +359,7 @@ class SecretRule:
         ``own``: the value is the routed profile's own, compared with the scope's
         secrets only. The first of ``secret_in``'s declared matches: one search.
         """
-        found, _ = self._declared_matches(value, self._scope, self._host, own=own)
+        found, _ = self._declared_matches(as_read(value), self._scope, self._host, own=own)
         return found[0] if found else None
 
     def secret_in(self, key: str, value: str, *, own: bool = False) -> tuple[SecretMatch, ...]:
@@ -375,27 +375,27 @@ class SecretRule:
         provider, as the whole value). Empty when the value holds none. ``own``:
         the entry is the routed profile's own (``decision.own`` says).
         """
-        found, spans = self._declared_matches(value, self._scope, self._host, own=own)
-        if self._formats is not None and not covered(0, len(as_read(value)), spans, Grade.HOST):
-            found += self._shape_matches(key, value, spans)
+        read = as_read(value)  # once: each search below reads the value trimmed
+        found, spans = self._declared_matches(read, self._scope, self._host, own=own)
+        if self._formats is not None and not (spans and covered(0, len(read), spans, Grade.HOST)):
+            found += self._shape_matches(key, value, spans, read)
         return tuple(found)
 
     def _declared_matches(
         self,
-        value: str,
+        read: str,
         scope: Secrets,
         host: Secrets,
         *,
         own: bool = False,
     ) -> tuple[list[SecretMatch], list[Span]]:
-        """The declared secrets a value is or holds, and where they are in it (trimmed).
+        """The declared secrets a value (``read``: ``as_read``'s) is or holds, and where.
 
         The scope's first, then (unless the value is the routed profile's own:
         ``own``) the host's.
         """
         found: list[SecretMatch] = []
         spans: list[Span] = []
-        read = as_read(value)
         if len(read) < MIN_SECRET_LENGTH:
             return found, spans
         scope.collect(read, found, spans)
@@ -403,8 +403,12 @@ class SecretRule:
             host.collect(read, found, spans)  # a profile's own value: its own secrets only
         return found, spans
 
-    def _shape_matches(self, key: str, value: str, spans: Sequence[Span] = ()) -> list[SecretMatch]:
+    def _shape_matches(
+        self, key: str, value: str, spans: Sequence[Span] = (), read: str | None = None
+    ) -> list[SecretMatch]:
         """A match for each credential format in ``value`` outside the declared ``spans``.
+
+        ``read`` is ``as_read(value)`` where the caller made it already.
 
         Under a ``known_safe`` name each is exempt (``KNOWN_SAFE``). A child that
         inherits credentials keeps a model provider's key under a catalog name of
@@ -415,11 +419,14 @@ class SecretRule:
         formats = self._formats
         if formats is None:
             return []
-        read = as_read(value)
+        if read is None:
+            read = as_read(value)
+        if formats.regex.search(read) is None:
+            return []  # the common case, in one C call: every format match starts with one
         # inside a declared secret as strict: that secret decides it
         found = [s for s in formats.spans(read) if not covered(s[1], s[2], spans, Grade.HOST)]
         if not found:
-            return []  # the common case: no name lookup, no import
+            return []  # no name lookup, no import
         from envscope.policy.formats import FORMATS_SOURCE  # loaded: ``formats`` is its
 
         name = key.strip().upper()
@@ -473,7 +480,7 @@ class SecretRule:
         if host.longest_first or scope.longest_first:  # else no value holds one: not searched
             owned = list(owns) or [False] * len(items)
             for i, (_, value) in enumerate(items):
-                found, spans = self._declared_matches(value, scope, host, own=owned[i])
+                found, spans = self._declared_matches(as_read(value), scope, host, own=owned[i])
                 if found:
                     out[i] = tuple(found)
                     where[i] = spans
