@@ -37,6 +37,7 @@ ALLOWED_OPENS: dict[tuple[str, str], str] = {
     ("manifests/_inotify.py", "__init__"): "/proc/self/mountinfo, polled for mount changes",
     ("policy/_vault_source.py", "_request"): "an HTTP request to Vault (urllib's opener), no file",
     ("_masked_output.py", "_masked_pipe"): "wraps a new pipe's read end (a descriptor, no name)",
+    ("_inputs.py", "kernel_realpath"): "an O_PATH descriptor (no read): the home's real path",
 }
 _OPENERS = {"open", "fdopen", "read_bytes", "read_text"}
 
