@@ -33,12 +33,12 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, MutableMapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from envscope._inputs import check_env, config_entry_error, copy_env, env_entries, snapshot_env
+from envscope._lru import LRU
 from envscope.errors import SourceError
 from envscope.files._dotenv import read_dotenv
 from envscope.policy._declarations import Origin, OriginKind, norm
@@ -90,33 +90,6 @@ def file_signature(path: str, now_ns: int) -> FileSignature | None:
     if now_ns < max(st.st_mtime_ns, st.st_ctime_ns) + RACY_WINDOW_NS:
         return None  # changed within the clock's granularity: not yet a trustworthy stamp
     return (st.st_mode, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-_K = TypeVar("_K")
-_V = TypeVar("_V")
-
-
-class _Bounded(OrderedDict[_K, _V]):
-    """A small LRU by insertion and hit order (the caller holds the lock)."""
-
-    def __init__(self, maxsize: int) -> None:
-        super().__init__()
-        self.maxsize = maxsize
-
-    def __repr__(self) -> str:  # it holds values: never shown
-        return f"_Bounded({len(self)} homes, maxsize={self.maxsize})"
-
-    def hit(self, key: _K) -> _V | None:
-        found = self.get(key)
-        if found is not None:
-            self.move_to_end(key)
-        return found
-
-    def put(self, key: _K, value: _V) -> None:
-        self[key] = value
-        self.move_to_end(key)
-        while len(self) > self.maxsize:
-            self.popitem(last=False)
 
 
 # The caches' entries are plain tuples (as the outside-env memo's): a cache entry
@@ -183,7 +156,7 @@ class LaunchState:
         # left unset. By identity, not name: two sources may share a name, and one's
         # answer must not erase the other's failure.
         # bounded as the homes are: a failure pushed out loses its warning, never a value
-        self._failures: _Bounded[tuple[int, str], tuple[SourceError, frozenset[str]]] = _Bounded(
+        self._failures: LRU[tuple[int, str], tuple[SourceError, frozenset[str]]] = LRU(
             FAILURES_KEPT
         )
         self._dotenv_keys: set[str] = set()
@@ -198,8 +171,8 @@ class LaunchState:
         self._supplied: set[str] = set()
         self._clock = clock  # what file times are compared with (racy rule)
         self._loads = 0  # grows with every launch load: the residue cache's version
-        self._dotenvs: _Bounded[str, _DotenvRead] = _Bounded(maxsize)
-        self._scopes: _Bounded[str, _BuiltScope] = _Bounded(maxsize)
+        self._dotenvs: LRU[str, _DotenvRead] = LRU(maxsize)
+        self._scopes: LRU[str, _BuiltScope] = LRU(maxsize)
         self._residue: _Residue | None = None
         # the process env last read by ``scope`` and its global names' entries
         self._outside: tuple[dict[str, str], frozenset[str], dict[str, str]] | None = None
@@ -266,7 +239,7 @@ class LaunchState:
                 raise
             return {}
         with self.lock:
-            self._failures.pop((id(source), home), None)
+            self._failures.pop((id(source), home))
         return fetched
 
     def failures(self) -> tuple[SourceError, ...]:

@@ -29,6 +29,7 @@ from envscope._inputs import (
     snapshot_env,
 )
 from envscope._launch import LaunchState
+from envscope._lru import LRU
 from envscope.audit.trace import NULL_TRACE, Trace, check_trace
 from envscope.errors import ConfigurationError, RoutingError, SourceError
 from envscope.manifests._home_policies import HomePolicies
@@ -155,12 +156,10 @@ class Host:
             change_notification=options.change_notification,
             maxsize=MAX_HOMES,
         )
-        from cachetools import LRUCache  # small; imported by the home policies already
-
-        self._shares: LRUCache[str, HomeShare] = LRUCache(MAX_HOMES)
+        self._shares: LRU[str, HomeShare] = LRU(MAX_HOMES)
         # a home's last scope passed to routed(home, scope=...), by value: an equal one again
         # reuses the share (its memo, residue verdicts and rule), as the home's files do
-        self._caller_shares: LRUCache[str, HomeShare] = LRUCache(MAX_HOMES)
+        self._caller_shares: LRU[str, HomeShare] = LRU(MAX_HOMES)
         self._memo = BuildMemo()  # builds with no routed() binding (a binding has its own)
         self._binding: contextvars.ContextVar[Binding | None] = contextvars.ContextVar(
             f"envscope-binding-{id(self)}", default=None
@@ -292,11 +291,11 @@ class Host:
             if scope is None:  # cached under the files' signatures (sources fetched anew)
                 values, origins, names = self._launch.scope(identity, self.global_names)
                 with self._lock:
-                    share = self._shares.get(identity)
+                    share = self._shares.hit(identity)
             else:
                 given = snapshot_env(scope, "scope")
                 with self._lock:
-                    share = self._caller_shares.get(identity)
+                    share = self._caller_shares.hit(identity)
                 if share is not None and share.scope == given:  # an equal scope: its objects
                     values, origins = share.scope, share.scope_origins
                 else:
@@ -322,7 +321,7 @@ class Host:
             )
             if fresh:
                 with self._lock:  # the home's residue verdicts and memo, for its next binding
-                    (self._shares if scope is None else self._caller_shares)[identity] = share
+                    (self._shares if scope is None else self._caller_shares).put(identity, share)
         token = self._binding.set(binding)
         try:
             yield binding

@@ -26,6 +26,7 @@ LAYERS: dict[str, int] = {
     "_inputs": 1,
     "_c_environ": 1,
     "_admissions": 1,
+    "_lru": 1,
     "files": 2,
     "policy": 3,
     "manifests": 4,

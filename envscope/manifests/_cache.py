@@ -7,7 +7,7 @@ compares the probe with the cached stamp; equal → the cached result, the very
 same object. A racy probe (a manifest touched within ``RACY_WINDOW_NS`` of the
 clock) is never trusted: the next call scans again.
 
-Concurrency. One ``threading.Lock`` guards the LRU (a ``cachetools.LRUCache``) and the
+Concurrency. One ``threading.Lock`` guards the LRU (an ``_lru.LRU``) and the
 table of in-flight checks, and is held only for dict gets and sets, never while
 probing, reading or parsing. Calls for one home are single-flight: they queue on
 that home's own lock, and a caller that arrived before a check started takes that
@@ -72,6 +72,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
+from envscope._lru import LRU
 from envscope.errors import ConfigurationError, ManifestError
 from envscope.files._fs import FileSystem, RealFileSystem
 from envscope.manifests._gate import ChangeGate
@@ -223,12 +224,10 @@ class ManifestCache:
         self._process: SharedScans | None = shared
         self._mode: UnreadablePlatformMode = on_unreadable_platform
         self._lock = threading.Lock()
-        from cachetools import LRUCache  # on first use: keeps ``import envscope`` cheap
-
-        self._entries: LRUCache[str, _Entry] = LRUCache(maxsize)
+        self._entries: LRU[str, _Entry] = LRU(maxsize)
         # Retention, apart from the LRU: home identity -> its latest declarations, for
         # every home whose latest result declared anything (see the module docstring).
-        self._retained: LRUCache[str, _Retained] = LRUCache(maxsize * RETAINED_PER_HOME)
+        self._retained: LRU[str, _Retained] = LRU(maxsize * RETAINED_PER_HOME)
         self._flights: dict[str, _Flight] = {}
         # The latest probe of each root every home shares (the bundled root): a home's
         # probe reuses its objects, so all homes hold one copy and compare by identity.
@@ -305,7 +304,7 @@ class ManifestCache:
         if gate is None or not gate.unchanged(key):
             return None
         with self._lock:
-            entry = self._entries.get(key)
+            entry = self._entries.hit(key)
         if entry is None or entry.home_path != home_path or entry.racy:
             return None
         return entry
@@ -330,11 +329,11 @@ class ManifestCache:
     def _refresh(self, key: str, home_path: str, arrival: int) -> _Entry:
         """Check the stamp and rescan when it changed (called holding the home's lock only)."""
         with self._lock:
-            cached = self._entries.get(key)  # a hit marks it most recently used
+            cached = self._entries.hit(key)  # a hit marks it most recently used
             if cached is not None and cached.ticket > arrival:
                 return cached  # a check that started after this call arrived
             ticket = next(self._tickets)
-            retained = self._retained.get(key)  # survives the LRU's eviction of ``cached``
+            retained = self._retained.hit(key)  # survives the LRU's eviction of ``cached``
         gate = self._gate
         if cached is not None and cached.home_path == home_path:
             if gate is not None and not cached.racy and gate.unchanged(key):
@@ -398,11 +397,11 @@ class ManifestCache:
             fresh = fresh.replace(generation=generation)
         entry = _Entry(found.stamp, fresh, result.fatal, result.racy, ticket, home_path, roots)
         with self._lock:
-            self._entries[key] = entry  # the LRUCache evicts the least recently used home
+            self._entries.put(key, entry)  # the least recently used home goes past the bound
             if fresh.secrets or fresh.deny_prefixes or fresh.plugin_prefixes:
-                kept = self._retained.get(key)
+                kept = self._retained.hit(key)
                 if kept is None or kept.generation != fresh.generation:
-                    self._retained[key] = _Retained.of(fresh)  # names only
+                    self._retained.put(key, _Retained.of(fresh))  # names only
             else:
-                self._retained.pop(key, None)
+                self._retained.pop(key)
         return entry

@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Literal
 
+from envscope._lru import LRU
 from envscope.policy._secret_policy import AdapterCensus, SecretPolicy, build_policy
 
 if TYPE_CHECKING:
@@ -49,8 +50,6 @@ class HomePolicies:
         change_notification: bool,
         maxsize: int,
     ) -> None:
-        from cachetools import LRUCache
-
         self._bundled_root = bundled_root
         self._fs = fs
         self._mode: Literal["raise", "deny"] = on_unreadable_platform
@@ -58,13 +57,11 @@ class HomePolicies:
         self._maxsize = maxsize
         self._lock = threading.Lock()
         self._manifests: ManifestCache | None = None
-        self._policies: LRUCache[str, tuple[HomeDeclarations, int, Catalog, SecretPolicy]] = (
-            LRUCache(maxsize)
-        )
+        self._policies: LRU[str, tuple[HomeDeclarations, int, Catalog, SecretPolicy]] = LRU(maxsize)
         self.census = AdapterCensus()
 
     def manifests(self) -> ManifestCache:
-        """The manifest cache (made on first use: it imports cachetools and, gated, ctypes)."""
+        """The manifest cache (made on first use: it imports, gated, ctypes)."""
         cache = self._manifests
         if cache is None:
             from envscope.manifests._cache import ManifestCache
@@ -98,7 +95,7 @@ class HomePolicies:
         declarations = self.manifests().declarations(home, home)
         version = self.census.version(home)
         with self._lock:
-            cached = self._policies.get(home)
+            cached = self._policies.hit(home)
         if (
             cached is not None
             and cached[0] is declarations
@@ -109,7 +106,7 @@ class HomePolicies:
         version, adapters = self.census.of(home)  # read together for the policy built
         built = build_policy(catalog, declarations, adapters)
         with self._lock:
-            self._policies[home] = (declarations, version, catalog, built)
+            self._policies.put(home, (declarations, version, catalog, built))
         return built
 
     def __len__(self) -> int:
