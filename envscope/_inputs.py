@@ -326,6 +326,22 @@ def copy_env(environ: Mapping[str, str], what: str = "base") -> dict[str, str]:
     )
 
 
+def current_env(environ: Mapping[str, str], last: dict[str, str] | None) -> dict[str, str]:
+    """A snapshot of ``environ`` now, to be read only: ``last`` itself while it still equals it.
+
+    ``os.environ`` through ``EnvironCopies.shared`` (one object while its
+    encoded store is equal); a plain dict compared with ``last`` in one C-level
+    comparison (atomic under the GIL) and copied only when it differs; any
+    other mapping copied. Not checked (``check_env``). The caller compares the
+    answer with ``last`` by identity: an unchanged env costs no copy.
+    """
+    if environ is os.environ:
+        return ENVIRON_COPIES.shared(environ)
+    if last is not None and type(environ) is dict and environ == last:
+        return last
+    return copy_env(environ, "environ")
+
+
 def check_env(env: dict[str, str], what: str) -> dict[str, str]:
     """``env`` itself when every name and value is a string a child env can carry.
 
@@ -390,6 +406,10 @@ class EnvironCopies:
 
     def copy(self, environ: Mapping[str, str]) -> dict[str, str]:
         """``dict(environ)`` for ``os.environ`` (any ``os._Environ``); other mappings copied."""
+        return self.shared(environ).copy()
+
+    def shared(self, environ: Mapping[str, str]) -> dict[str, str]:
+        """``copy``'s dict itself, never to be changed: the same object while ``environ`` is."""
         encoded = getattr(environ, "_data", None)
         if not isinstance(environ, os._Environ) or type(encoded) is not dict:
             return _copy_live(environ)  # not CPython's os._Environ: read it the plain way
@@ -399,7 +419,7 @@ class EnvironCopies:
             decode_key, decode_value = environ.decodekey, environ.decodevalue
             last = (raw, {decode_key(k): decode_value(v) for k, v in raw.items()})
             self._last = last  # one assignment: a racing thread sees the old pair or this one
-        return last[1].copy()
+        return last[1]
 
     def clear(self) -> None:
         """Forget the last decoded copy (a reset seam for tests; nothing else needs it)."""

@@ -37,7 +37,13 @@ from collections.abc import Callable, Mapping, MutableMapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from envscope._inputs import check_env, config_entry_error, copy_env, env_entries, snapshot_env
+from envscope._inputs import (
+    check_env,
+    config_entry_error,
+    current_env,
+    env_entries,
+    snapshot_env,
+)
 from envscope._lru import LRU
 from envscope.errors import SourceError
 from envscope.files._dotenv import read_dotenv
@@ -425,11 +431,12 @@ class LaunchState:
         """The process env's global names (any spelling): what a home's ``.env`` may expand.
 
         Taken again only when the process env or the names changed: an equal env
-        passed the check when it was taken (``copy_env`` then ``check_env``).
+        passed the check when it was taken (``current_env``: the last snapshot
+        itself while the env equals it, then ``check_env``).
         """
-        environ = copy_env(self.environ, "environ")
         last = self._outside
-        if last is not None and last[1] is global_names and last[0] == environ:
+        environ = current_env(self.environ, None if last is None else last[0])
+        if last is not None and last[1] is global_names and last[0] is environ:
             return last[2]
         check_env(environ, "environ")
         upper = str.upper  # ``norm``, without a Python call per key of the env
