@@ -124,24 +124,41 @@ def home_identity(path: str | os.PathLike[str]) -> str:
     return os.path.normcase(resolved) if WINDOWS else resolved
 
 
+def home_directory(path: str | os.PathLike[str]) -> tuple[str, bool]:
+    """``home_identity(path)``, and whether it names a directory (``os.path.isdir``).
+
+    One kernel resolution answers both for a directory (``kernel_realpath``
+    asked for one); anything else takes ``home_identity`` and a ``stat``.
+    """
+    text = text_path(path, "a home")
+    found = kernel_realpath(text, directory=True)
+    if found is not None:
+        return (os.path.normcase(found) if WINDOWS else found), True
+    identity = home_identity(text)
+    return identity, os.path.isdir(identity)
+
+
 _O_PATH = getattr(os, "O_PATH", 0)  # Linux; elsewhere no kernel answer
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 PROC_FD = "/proc/self/fd/"  # a module attribute: the tests point it elsewhere
 
 
-def kernel_realpath(path: str) -> str | None:
+def kernel_realpath(path: str, *, directory: bool = False) -> str | None:
     """``os.path.realpath(path)`` as the kernel resolves it, for a path that exists (else None).
 
     The path is opened ``O_PATH`` (no read, no search of the target itself)
     and its descriptor's ``/proc/self/fd`` link read: the path the kernel
     reached. None (``realpath`` answers) where the path does not resolve
     (missing, a loop, no permission), ``/proc`` is not there, or the link is
-    not a plain absolute path (a pipe's or a deleted directory's).
+    not a plain absolute path (a pipe's or a deleted directory's). ``directory``:
+    None too for a path that is no directory (``O_DIRECTORY``).
     ``tests/test_home_identity.py`` pins it to ``realpath`` over a table of paths.
     """
     if not _O_PATH:
         return None
+    flags = _O_PATH | os.O_CLOEXEC | (_O_DIRECTORY if directory else 0)
     try:
-        fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+        fd = os.open(path, flags)
     except OSError:
         return None
     try:

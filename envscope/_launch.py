@@ -378,14 +378,26 @@ class LaunchState:
             keep = self._residue_keep = self._never_residue()
         return keep
 
+    def launch_signature(self) -> FileSignature | None:
+        """The launch ``.env``'s signature now (``file_signature``; None: read it again).
+
+        ``routed()`` takes it once for the home's scope and the residue.
+        """
+        return file_signature(self.dotenv_path, self._clock())
+
     def residue(self) -> tuple[frozenset[str], Mapping[str, Origin]]:
         """Upper-cased residue names with where each came from (the launch .env keys re-checked).
 
         The same objects while the launch ``.env``'s signature and the launch loads
         are the same (so a residue rule made from them still holds).
         """
+        return self.residue_under(self.launch_signature())
+
+    def residue_under(
+        self, signature: FileSignature | None
+    ) -> tuple[frozenset[str], Mapping[str, Origin]]:
+        """``residue()`` with the launch ``.env``'s signature the caller took."""
         path = self.dotenv_path
-        signature = file_signature(path, self._clock())
         with self.lock:
             loads = self._loads  # the version before the sets are read
             cached = self._residue
@@ -403,15 +415,19 @@ class LaunchState:
                 self._residue = ((signature, loads), names, view)
         return names, view
 
-    def _home_dotenv(self, home: str, outside: dict[str, str]) -> Mapping[str, str]:
-        """A home's ``.env`` values, read again only when its signature (or an input) changed."""
+    def _home_dotenv(
+        self, home: str, outside: dict[str, str], launch_signature: FileSignature | None
+    ) -> Mapping[str, str]:
+        """A home's ``.env`` values, read again only when its signature (or an input) changed.
+
+        ``launch_signature``: the launch ``.env``'s, as the caller took it.
+        """
         dotenv_path = os.path.join(home, ".env")
         # The launch .env under another name (a symlink, a hard link, a bind mount)
         # is still the launch profile's: its keys are residue, never scope.
         launch_file = None if home == self.launch_home else self.dotenv_path
-        now_ns = self._clock()
-        own = file_signature(dotenv_path, now_ns)
-        launch = None if launch_file is None else file_signature(launch_file, now_ns)
+        own = file_signature(dotenv_path, self._clock())
+        launch = None if launch_file is None else launch_signature
         trusted = own is not None and (launch_file is None or launch is not None)
         key = (own, launch, outside)
         if trusted:
@@ -444,15 +460,21 @@ class LaunchState:
         self._outside = (environ, global_names, outside)  # one assignment: racing readers agree
         return outside
 
-    def scope(self, home: str, global_names: frozenset[str]) -> Scope:
+    def scope(
+        self, home: str, global_names: frozenset[str], launch_signature: FileSignature | None
+    ) -> Scope:
         """A home's scope: its ``.env``, its secret-source values, then the managed keys.
+
+        ``launch_signature``: the launch ``.env``'s (``launch_signature()``), taken once
+        by ``routed()`` for the scope and the residue.
 
         Each secret source is asked on every call, unless the host gave it a TTL
         (then what it answered for this home within the TTL is reused); the
         scope built from the same ``.env`` values, equal fetched values and the
         same managed values is the very same objects as last time.
         """
-        dotenv = self._home_dotenv(home, self._outside_env(global_names))
+        outside = self._outside_env(global_names)
+        dotenv = self._home_dotenv(home, outside, launch_signature)
         sources = list(self.sources)
         fetched = tuple((source, self._cached_fetch(source, home)) for source in sources)
         managed = self.managed()

@@ -24,6 +24,7 @@ from envscope._inputs import (
     build_arguments,
     check_flags,
     copy_env,
+    home_directory,
     home_identity,
     name_list,
     snapshot_env,
@@ -280,16 +281,17 @@ class Host:
         self, home: str | os.PathLike[str], scope: Mapping[str, str] | None = None
     ) -> Iterator[Binding]:
         """Bind a target home (and its scope) to the current thread or task."""
-        identity = home_identity(home)
+        identity, directory = home_directory(home)
         routed = self.multiplex or identity != self.launch_home
-        if routed and identity != self.launch_home and not os.path.isdir(identity):
+        if routed and identity != self.launch_home and not directory:
             raise RoutingError(f"{identity}: the routed home is not a directory (a typo?)")
         if not routed:
             binding = Binding(home=identity, routed=False)
         else:
             share = None
+            launch = self._launch.launch_signature()  # one stat for the scope and the residue
             if scope is None:  # cached under the files' signatures (sources fetched anew)
-                values, origins, names = self._launch.scope(identity, self.global_names)
+                values, origins, names = self._launch.scope(identity, self.global_names, launch)
                 with self._lock:
                     share = self._shares.hit(identity)
             else:
@@ -303,7 +305,7 @@ class Host:
                     caller = Origin(OriginKind.CALLER, "scope passed to routed()")
                     origins = MappingProxyType({norm(k): caller for k in values})
                 names = frozenset()
-            residue, residue_origins = self._launch.residue()
+            residue, residue_origins = self._launch.residue_under(launch)
             fresh = share is None or not share.fits(values, origins, residue, residue_origins)
             if fresh:
                 share = HomeShare(values, origins, residue, residue_origins)

@@ -1,4 +1,5 @@
-"""``home_identity``: the kernel's resolution answers as ``os.path.realpath`` does.
+"""``home_identity`` and ``home_directory``: the kernel's resolution answers as
+``os.path.realpath`` (and ``os.path.isdir``) do.
 
 ``_inputs.kernel_realpath`` is a fast copy of ``realpath`` for a path that
 exists; every path below is resolved both ways and must name the same
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from envscope import _inputs
-from envscope._inputs import home_identity, kernel_realpath
+from envscope._inputs import home_directory, home_identity, kernel_realpath
 
 
 @pytest.fixture
@@ -83,6 +84,7 @@ def test_a_home_resolves_as_realpath_does(
         monkeypatch.setattr(_inputs, "PROC_FD", str(tree / "no-proc") + "/")
     path = shape.format(root=tree)
     assert home_identity(path) == os.path.realpath(path)
+    assert home_directory(path) == (os.path.realpath(path), os.path.isdir(os.path.realpath(path)))
 
 
 @pytest.mark.skipif(not hasattr(os, "O_PATH"), reason="O_PATH is Linux's")
@@ -92,6 +94,9 @@ def test_the_kernel_answers_for_a_path_that_exists(tree: Path) -> None:
     assert kernel_realpath(str(tree / "missing")) is None
     assert kernel_realpath(str(tree / "loop")) is None
     assert kernel_realpath(str(tree / "odd (deleted)")) is None  # realpath answers it
+    assert kernel_realpath(str(tree / "a" / "file")) == str(tree / "a" / "file")
+    assert kernel_realpath(str(tree / "a" / "file"), directory=True) is None
+    assert kernel_realpath(str(tree / "abs"), directory=True) == str(tree / "a")
 
 
 def test_a_pipe_link_is_no_answer(monkeypatch: pytest.MonkeyPatch, tree: Path) -> None:
