@@ -36,7 +36,8 @@ template's rule when the rule would be made from the same inputs: the same
 objects, equal maps, and the same pairs read (``read_pairs``: each env's pairs
 under a declared name or a name-context credential, in order). A key added or
 lost, or a verdict to record, then costs the stages, not the rule
-(``reusable_rule``).
+(``reusable_rule``), and decides only the entries the rule never decided: its
+verdicts travel with it (``Template.verdicts``, ``decision.decide_all``'s ``known``).
 
 The child's key order is the full build's: a patched entry keeps its place.
 ``check_incremental(True)`` (``envscope.testing.incremental_builds_checked``)
@@ -56,7 +57,7 @@ from typing import TYPE_CHECKING
 from envscope.errors import EnvscopeError
 from envscope.pipeline._memo import same_objects
 from envscope.pipeline._request import check_parent_envs
-from envscope.pipeline.decision import decide
+from envscope.pipeline.decision import decide, known_of
 from envscope.pipeline.stages import block_bytes, entry_bytes, validate_block
 from envscope.policy._layers import Layer
 from envscope.policy.surfaces import Surface
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
 
     from envscope.pipeline._memo import MemoKey
     from envscope.pipeline._request import BuildRequest
-    from envscope.pipeline.decision import Verdict
+    from envscope.pipeline.decision import Known, Verdict
     from envscope.pipeline.secret_rule import SecretRule
     from envscope.pipeline.stages import Entry
 
@@ -164,6 +165,7 @@ class Template:
     plain_extra: frozenset[str]  # extra keys decided plain
     inert_base: frozenset[str]  # base keys no decision read
     read: ReadPairs  # the pairs of the envs its rule read, in order (``read_pairs``)
+    verdicts: Known  # its rule's verdicts, for a full build that reuses the rule
 
     def __repr__(self) -> str:
         return f"Template({len(self.sanitized)} keys)"  # holds values: a count only
@@ -189,9 +191,17 @@ def eligible(request: BuildRequest) -> bool:
 
 
 def template_of(
-    request: BuildRequest, key: MemoKey, others: tuple[object, ...], evidence: Evidence
+    request: BuildRequest,
+    key: MemoKey,
+    others: tuple[object, ...],
+    evidence: Evidence,
+    known: Known | None = None,
 ) -> Template | None:
-    """The template a full untraced build of an eligible shape leaves (None: no evidence)."""
+    """The template a full untraced build of an eligible shape leaves (None: no evidence).
+
+    ``known``: the verdicts of the rule the build reused (it holds this build's
+    too); else the build's own verdicts start its rule's table.
+    """
     rule, sanitized = evidence.rule, evidence.sanitized
     if rule is None or sanitized is None:  # the build did not reach stage 4's end
         return None
@@ -221,6 +231,7 @@ def template_of(
         frozenset(plain_extra),
         frozenset(inert),
         read_pairs(rule, request),
+        known_of(evidence.decided) if known is None else known,
     )
 
 
@@ -363,5 +374,6 @@ def rebuild(
         plain_extra,
         inert,
         template.read,  # only pairs the rule does not read changed
+        template.verdicts,  # the same rule
     )
     return child, after

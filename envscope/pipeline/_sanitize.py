@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from envscope.audit.trace import Trace
     from envscope.pipeline._memo import CleanValues
-    from envscope.pipeline.decision import Verdict
+    from envscope.pipeline.decision import Known, Verdict
     from envscope.pipeline.secret_rule import SecretRule
     from envscope.pipeline.stages import Entry
     from envscope.policy.surfaces import BaseFilter
@@ -78,6 +78,7 @@ class SanitizeOptions:
     grant: frozenset[str] = frozenset()  # exact spellings of extra keys received as given
     # the build's view of its memo owner's values known clean of credential formats
     clean: CleanValues | None = None
+    known: Known | None = None  # the verdicts of a reused rule (``decision.decide_all``)
     resolved: frozenset[str] = frozenset()  # block keys the host resolved: not the operator's
     own: frozenset[str] = frozenset()  # block keys the routed profile typed in its own config
 
@@ -206,7 +207,8 @@ def _decide(
     into ``drop_refused_extra``.
     """
     items = list(out.items())
-    verdicts = decide_all(options.rule, [entry for _, entry in items], options.clean)
+    entries = [entry for _, entry in items]
+    verdicts = decide_all(options.rule, entries, options.clean, options.known)
     if decided is not None:
         decided.extend(zip((entry for _, entry in items), verdicts, strict=True))
     # the caller's own extra (an MCP block is the operator's config: its entries are traced)

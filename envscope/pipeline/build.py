@@ -46,7 +46,7 @@ from envscope.pipeline._request import (
 )
 from envscope.pipeline._residue_rule import ResidueRule
 from envscope.pipeline._sanitize import SanitizeOptions, sanitize
-from envscope.pipeline.decision import RuleVerdicts
+from envscope.pipeline.decision import Known, RuleVerdicts
 from envscope.pipeline.secret_rule import SecretRule
 from envscope.policy._declarations import OriginKind, norm
 from envscope.policy._layers import Layer
@@ -130,10 +130,11 @@ def _untraced(request: BuildRequest, key: MemoKey, memo: BuildMemo) -> dict[str,
             return child
     evidence = Evidence() if kept is not None else None
     rule = None if template is None else reusable_rule(template, request, key, others)
-    child = run_build(request, formats=memo.formats, evidence=evidence, rule=rule)
+    known = None if rule is None or template is None else template.verdicts
+    child = run_build(request, formats=memo.formats, evidence=evidence, rule=rule, known=known)
     if rule is not None and checking():
         compare(child, lambda: run_build(request))  # the same as with a rule of its own
-    made = FIRST_BUILD if evidence is None else template_of(request, key, others, evidence)
+    made = FIRST_BUILD if evidence is None else template_of(request, key, others, evidence, known)
     memo.keep_template(slot, made)
     return child
 
@@ -277,11 +278,12 @@ def _sanitize_options(
     entries: stages.Entries,
     formats: FormatMemo | None,
     rule: SecretRule | None = None,
+    known: Known | None = None,
 ) -> SanitizeOptions:
     """What stage 4 needs besides the entries (``formats``: the memo owner's, or None).
 
     ``rule``: the slot's last rule where this build reads nothing it did not
-    (``_delta.reusable_rule``); else this build's own is made.
+    (``_delta.reusable_rule``), with ``known``, its verdicts; else this build's own is made.
     """
     options, surface, passthrough = request.options, request.surface, request.passthrough
     fold, routed = options.fold, request.routed
@@ -292,6 +294,7 @@ def _sanitize_options(
     return SanitizeOptions(
         rule=rule,
         clean=None if formats is None or table is None else formats.under(table),
+        known=known,
         extra=request.extras,
         passthrough=tuple(passthrough),
         passthrough_source=(
@@ -333,13 +336,15 @@ def run_build(
     formats: FormatMemo | None = None,
     evidence: Evidence | None = None,
     rule: SecretRule | None = None,
+    known: Known | None = None,
 ) -> dict[str, str]:
     """The parent envs checked, the four stages, the block check (and the findings if traced).
 
     ``formats`` is the memo owner's record of values clean of credential formats
     (None: every value is searched). ``evidence``, when given, receives what an
     incremental build starts from: each decided entry, the rule, stage 4's child.
-    ``rule``: a rule this build may reuse (``_delta.reusable_rule``; None: its own).
+    ``rule``: a rule this build may reuse (``_delta.reusable_rule``; None: its own),
+    and ``known``, the verdicts it gave before (``decision.decide_all``).
     """
     check_parent_envs(request.snapshot, request.process)
     options = request.options
@@ -348,7 +353,7 @@ def run_build(
         entries = _routed_stages(request, entries, trace)
     elif request.managed:  # the launch applied them: stage 3 gives them their layer
         entries = _managed_stage(request, entries, trace)
-    stage4 = _sanitize_options(request, parent, entries, formats, rule)
+    stage4 = _sanitize_options(request, parent, entries, formats, rule, known)
     decided = None if evidence is None else evidence.decided
     sanitized = sanitize(entries, stage4, trace=trace, decided=decided)
     if evidence is not None:

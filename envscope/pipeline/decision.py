@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from operator import eq
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from envscope.errors import PassthroughRefusedError
 from envscope.pipeline._secret_values import Exemption, Grade, SecretMatch, strictest
@@ -361,16 +361,55 @@ def held_as_secret(rule: SecretRule, key: str, value: str) -> bool:
     return verdict is not None and verdict.secret
 
 
+Known = dict[tuple[str, str, str], "Verdict | None"]
+"""A rule's verdicts by entry (key, value, the layer's value), kept while the rule is reused."""
+
+KNOWN_KEPT = 4096  # entries per rule: a few builds' envs; more and the table starts over
+_UNKNOWN = object()  # no verdict known (None is one: nothing to say)
+
+
 def decide_all(
     rule: SecretRule,
     entries: Sequence[tuple[str, str, Layer]],
     clean: CleanValues | None = None,
+    known: Known | None = None,
 ) -> list[Verdict | None]:
     """``decide`` for each entry, in order, with one search of the values for the lot.
 
     ``clean``: the build's view of its memo owner's values known clean of
-    credential formats (``SecretRule.find_in``), or None.
+    credential formats (``SecretRule.find_in``), or None. ``known``: the
+    verdicts this very rule gave before (a rule a full build reuses,
+    ``_delta.reusable_rule``): an entry found there is not decided again, the
+    others are decided (every value searched: the owner's clean set is left
+    as the last full search made it) and added.
     """
+    if known is None:
+        return _decide_all(rule, entries, clean)
+    keys = [(key, value, layer.value) for key, value, layer in entries]
+    found: list[object] = [known.get(k, _UNKNOWN) for k in keys]
+    todo = [i for i, verdict in enumerate(found) if verdict is _UNKNOWN]
+    if todo:
+        fresh = _decide_all(rule, [entries[i] for i in todo])
+        if len(known) + len(todo) > KNOWN_KEPT:
+            known.clear()
+        for i, verdict in zip(todo, fresh, strict=True):
+            found[i] = known[keys[i]] = verdict
+    return cast("list[Verdict | None]", found)
+
+
+def known_of(decided: Sequence[tuple[tuple[str, str, Layer], Verdict | None]]) -> Known:
+    """The verdicts a build gave, as ``decide_all``'s ``known`` (its rule's, for its next build)."""
+    made: Known = {}
+    for (key, value, layer), verdict in decided[:KNOWN_KEPT]:
+        made[key, value, layer.value] = verdict
+    return made
+
+
+def _decide_all(
+    rule: SecretRule,
+    entries: Sequence[tuple[str, str, Layer]],
+    clean: CleanValues | None = None,
+) -> list[Verdict | None]:
     if rule.routed:  # ``is_own`` for each entry, inlined (one pass over a build's entries)
         own_layers, spawn = _OWN_LAYERS, Layer.SPAWN
         owns = [

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from envscope import Catalog, Host
+from envscope.pipeline import decision
 from envscope.pipeline.decision import RuleVerdicts, decide
 from envscope.pipeline.secret_rule import SecretRule
 from envscope.policy import formats
@@ -43,6 +44,37 @@ def test_remembered_verdicts_are_decides(entries: list[tuple[str, str, Layer]], 
     verdicts = RuleVerdicts(rule, limit)  # a small bound: the table starts over often
     for key, value, layer in entries * 2:
         assert verdicts.deciding(layer)(key, value) == decide(rule, key, value, layer)
+
+
+@given(
+    builds=st.lists(
+        st.lists(
+            st.tuples(
+                st.sampled_from(KEYS),
+                st.sampled_from(VALUES) | st.text(max_size=12),
+                st.sampled_from([Layer.BASE, Layer.SPAWN, Layer.EXTRA, Layer.SCOPE]),
+            ),
+            max_size=12,
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    kept=st.integers(min_value=1, max_value=8),
+    routed=st.booleans(),
+)
+def test_known_verdicts_are_decides(
+    builds: list[list[tuple[str, str, Layer]]], kept: int, routed: bool
+) -> None:
+    """A reused rule's known verdicts (``decide_all(..., known=...)``), build after build and
+    past their bound: each answer is ``decide``'s, in order."""
+    rule = SecretRule(POLICY, launch_values=(LAUNCH,), routed=routed, formats=format_table())
+    known: decision.Known = {}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(decision, "KNOWN_KEPT", kept)  # a small bound: the table starts over often
+        for entries in builds * 2:
+            got = decision.decide_all(rule, entries, known=known)
+            assert got == [decide(rule, key, value, layer) for key, value, layer in entries]
+            assert len(known) <= max(kept, *(len(b) for b in builds))  # a build's new ones
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from envscope import EnvValueError, Host, Surface, Trace
-from envscope.pipeline import _delta
+from envscope.pipeline import _delta, decision
 from envscope.policy.formats import format_table
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 
@@ -269,6 +269,20 @@ def rule_reused(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     yield from _answers(monkeypatch, "reusable_rule")
 
 
+@pytest.fixture
+def decided_anew(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many entries each search-and-decide pass of stage 4 decided (``_decide_all``)."""
+    counts: list[int] = []
+    real = decision._decide_all
+
+    def counting(rule: Any, entries: Any, clean: Any = None) -> Any:
+        counts.append(len(entries))
+        return real(rule, entries, clean)
+
+    monkeypatch.setattr(decision, "_decide_all", counting)
+    return counts
+
+
 # (change, the full build reuses the last build's rule): none of these is made incrementally
 FULL_BUILDS: dict[str, tuple[Callable[[Env, Call], None], bool]] = {
     "a new plain key": (_set("NEW_KEY", "n"), True),
@@ -285,11 +299,16 @@ FULL_BUILDS: dict[str, tuple[Callable[[Env, Call], None], bool]] = {
 @pytest.mark.parametrize("routed", [True, False], ids=["routed", "unrouted"])
 @pytest.mark.parametrize("case", FULL_BUILDS)
 def test_a_full_build_reuses_the_rule_when_it_reads_the_same_pairs(
-    tree: tuple[Path, Path, Path], rule_reused: list[bool], case: str, routed: bool
+    tree: tuple[Path, Path, Path],
+    rule_reused: list[bool],
+    decided_anew: list[int],
+    case: str,
+    routed: bool,
 ) -> None:
     """A full build of a slot reuses the last build's rule only when the pairs the rule reads
     (declared names, name-context credentials) are the same, in order; its child is a fresh
-    full build's."""
+    full build's. A reused rule decides only the entries it never decided (the changed one
+    and the one the incremental build before changed), the rest are its known verdicts."""
     launch, profile, managed = tree
     change, reused = FULL_BUILDS[case]
     env = {"PATH": "/usr/bin", "PLAIN_A": "1", "plain_a": "1", "LAUNCH_ONLY": "r"}
@@ -315,6 +334,10 @@ def test_a_full_build_reuses_the_rule_when_it_reads_the_same_pairs(
     twin_env["PLAIN_A"] = "2"
     change(env, {})
     change(twin_env, {})
-    got, want = child(hosts[0], False), child(hosts[1], True)
+    decided_anew.clear()
+    got = child(hosts[0], False)
+    anew = sum(decided_anew)
+    want = child(hosts[1], True)
     assert list(got.items()) == list(want.items())
     assert rule_reused == [reused]
+    assert anew <= 2 if reused else anew >= len(got) - 2
