@@ -32,6 +32,10 @@ class Layer(enum.Enum):
     SPAWN = "spawn"  # an env the host's own code handed to a spawn (what the runtime guard sees)
     ARGV = "argv"  # an MCP server's command, argument or cwd: no env entry, readable by everyone
 
+    # Hashed by identity, in C (a member is its only instance; ``Enum``'s own hash is a
+    # Python call): each decision asks whether a layer is in a set of layers.
+    __hash__ = object.__hash__
+
 
 PRECEDENCE: tuple[Layer, ...] = (
     Layer.BASE,

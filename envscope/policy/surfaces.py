@@ -53,6 +53,10 @@ class Surface(enum.Enum):
     CREDENTIALED = "credentialed"
     MCP = "mcp"
 
+    # Hashed by identity, in C (a member is its only instance; ``Enum``'s own hash is a
+    # Python call): a surface sits in the memo key every build hashes.
+    __hash__ = object.__hash__
+
     @property
     def inherits_credentials(self) -> bool:
         """True when the surface keeps Tier 2 credentials by default."""

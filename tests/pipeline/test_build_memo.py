@@ -352,3 +352,22 @@ def test_the_key_follows_each_field_by_its_role(make_host: HostFactory) -> None:
         same_key = memo_key(moved, traced=False) == memo_key(request, traced=False)
         assert same_key is (f.metadata["memo"] in (Role.OWNER, Role.DERIVED)), f.name
     assert memo_key(request, traced=True) != memo_key(request, traced=False)
+
+
+def test_the_incremental_slot_compares_every_equal_field_but_the_diffed_ones(
+    make_host: HostFactory,
+) -> None:
+    """``unenv_equal``: the key's equal fields but the parent envs and ``extra``, as a tuple
+    (a C-level getter of their positions), whatever fields the request has."""
+    from envscope.pipeline._request import Role, memo_key, roles, unenv_equal
+
+    request = make_host()._request_here(Surface.TERMINAL, {"E": "1"}, False)
+    key = memo_key(request, traced=False)
+    names = [n for n, role in roles() if role in (Role.EQUAL, Role.KEYED)]
+    want = tuple(
+        value
+        for name, value in zip(names, key[2], strict=True)
+        if name not in ("snapshot", "process", "extras")
+    )
+    assert unenv_equal(key) == want
+    assert type(unenv_equal(key)) is tuple
