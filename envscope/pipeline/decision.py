@@ -150,8 +150,8 @@ def _by_name(rule: SecretRule, key: str, value: str, layer: Layer, own: bool) ->
     A name no policy declares may be a credential by its name and value
     (``_name_context``), decided like a declared Tier 2 name from there on.
     """
-    if layer is Layer.SPAWN or layer is Layer.ARGV:
-        return None
+    if layer is Layer.SPAWN or layer is Layer.ARGV or rule.is_plain_name(key):
+        return None  # a plain name: undeclared in every policy, no credential token
     decl = rule.declaration(key, own=own)
     if decl is None:
         if not rule.name_context:  # the switch read inline: a build without it pays no call

@@ -268,15 +268,16 @@ class SecretRule:
         context calls it a credential (``_collect_host``): any other pair may
         change without changing what the rule withholds (``_delta``).
         """
-        if self._plain_name(key):
+        if self.is_plain_name(key):
             return False
         return self.declaration(key) is not None or self._by_context(key, value) is not None
 
-    def _plain_name(self, key: str) -> bool:
+    def is_plain_name(self, key: str) -> bool:
         """True when no value under ``key`` is read (undeclared, no credential token), remembered.
 
         ``reads_pair`` of such a name is False whatever the value: name context
-        reads a value only under a name with a credential token.
+        reads a value only under a name with a credential token. The decision
+        has nothing to say of such a name (``decision._by_name``), only of its value.
         """
         plain = self._plain.get(key)
         if plain is None:

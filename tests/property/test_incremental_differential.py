@@ -2,9 +2,10 @@
 errors included.
 
 Over random sequences of changes to one host's inputs (the process env: declared and
-undeclared names, case twins, name-context credentials, injection vectors, the force
-prefix, the scope's and the managed file's names; the caller's ``extra``; the
-surface, routed or not, credential inheritance, passthrough and grants), each build
+undeclared names, one the launch home alone declares, case twins, name-context
+credentials, injection vectors, the force prefix, the scope's and the managed file's
+names; the caller's ``extra``; the surface, routed or not, credential inheritance,
+passthrough and grants), each build
 of a host that keeps its memo (and so its incremental builds) equals the build of a
 twin host made in full (a traced build always runs in full), or both raise the same
 error. The suite also runs every incremental build beside the full one
@@ -35,6 +36,9 @@ for _home in (LAUNCH, PROFILE):
 _PLUGIN = PROFILE / "plugins" / "platforms" / "chatx"
 _PLUGIN.mkdir(parents=True, exist_ok=True)
 (_PLUGIN / "plugin.yaml").write_text("name: chatx\nrequires_env:\n  - CHATX_BOT_TOKEN\n")
+_LAUNCH_PLUGIN = LAUNCH / "plugins" / "platforms" / "lchat"  # the launch home's only
+_LAUNCH_PLUGIN.mkdir(parents=True, exist_ok=True)
+(_LAUNCH_PLUGIN / "plugin.yaml").write_text("name: lchat\nrequires_env:\n  - LCHAT_ROOM\n")
 MANAGED = _ROOT / "managed.env"
 MANAGED.write_text("ORG_FLAG=on\n")
 
@@ -42,6 +46,7 @@ PAT = next(f.example for f in format_table().formats if f.example.startswith("gh
 NAMES = [
     "PLAIN_A", "PLAIN_B", "plain_a", "TASK_ID", "NOTE",  # plain, a case twin
     "TELEGRAM_BOT_TOKEN", "OPENAI_API_KEY", "CHATX_BOT_TOKEN", "GITHUB_TOKEN",  # declared
+    "LCHAT_ROOM",  # the launch home alone declares it (no credential token in the name)
     "ACME_API_TOKEN", "MY_SERVICE_PASSWORD",  # name context, when the value looks like one
     "LD_PRELOAD", "ORG_FLAG", "B_THING", "LAUNCH_ONLY", "ENVSCOPE_HOME",  # vector, pins, scope
     "_ENVSCOPE_FORCE_OPENAI_API_KEY", "_ENVSCOPE_FORCE_NOTE",  # the force prefix
