@@ -410,6 +410,7 @@ def _decide_all(
     entries: Sequence[tuple[str, str, Layer]],
     clean: CleanValues | None = None,
 ) -> list[Verdict | None]:
+    """Each entry decided: one search of the values for the lot (``find_in``), then ``_decided``."""
     if rule.routed:  # ``is_own`` for each entry, inlined (one pass over a build's entries)
         own_layers, spawn = _OWN_LAYERS, Layer.SPAWN
         owns = [
