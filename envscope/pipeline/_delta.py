@@ -148,7 +148,7 @@ class Template:
     """One owner's last full (or incremental) build of a shape: what it read and decided.
 
     Made on every incremental build, then only read; not frozen, as a frozen
-    record's ``__init__`` sets each of its 12 fields through ``object.__setattr__``
+    record's ``__init__`` sets each of its fields through ``object.__setattr__``
     (1.5 µs against 0.2 µs back to back). ``tests/pipeline/test_incremental.py``
     pins that no build rebinds a field.
     """
