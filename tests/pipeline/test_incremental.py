@@ -13,6 +13,7 @@ from envscope import EnvValueError, Host, Surface, Trace
 from envscope.pipeline import _delta, decision
 from envscope.policy.formats import format_table
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
+from tests._write_once import rebinds_of
 
 PAT = next(f.example for f in format_table().formats if f.example.startswith("ghp_"))
 Env = dict[str, str]
@@ -51,19 +52,7 @@ def _answers(monkeypatch: pytest.MonkeyPatch, name: str) -> Iterator[list[bool]]
 @pytest.fixture
 def rebinds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every field set on a ``Template`` that already holds it (none: each is written once)."""
-    seen: list[str] = []
-
-    def guarded(self: _delta.Template, name: str, value: object) -> None:
-        try:
-            getattr(self, name)
-        except AttributeError:
-            object.__setattr__(self, name, value)
-            return
-        seen.append(name)
-        object.__setattr__(self, name, value)
-
-    monkeypatch.setattr(_delta.Template, "__setattr__", guarded)
-    return seen
+    return rebinds_of(monkeypatch, _delta.Template)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import pytest
 
 from envscope import Surface, Trace
 from envscope.pipeline._request import BuildRequest
+from tests._write_once import rebinds_of
 from tests.conftest import HostFactory
 
 BASE = {"PATH": "/usr/bin", "K": "v", "OPENAI_API_KEY": "sk-host-value-1234567890"}
@@ -30,19 +31,7 @@ def made(monkeypatch: pytest.MonkeyPatch) -> list[BuildRequest]:
 @pytest.fixture
 def rebinds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every field a build sets on a request that already holds it (none, if write-once)."""
-    seen: list[str] = []
-
-    def guarded(self: BuildRequest, name: str, value: object) -> None:
-        try:
-            getattr(self, name)
-        except AttributeError:
-            object.__setattr__(self, name, value)
-            return
-        seen.append(name)
-        object.__setattr__(self, name, value)
-
-    monkeypatch.setattr(BuildRequest, "__setattr__", guarded)
-    return seen
+    return rebinds_of(monkeypatch, BuildRequest)
 
 
 @pytest.mark.parametrize("surface", list(Surface), ids=lambda s: s.value)
