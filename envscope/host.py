@@ -517,14 +517,17 @@ class Host:
         caller's value: the guard passes it under that key in an explicit env.
         """
         extras = request.extras
-        given = {k: extras[k] for k in request.granted}
+        if not extras:
+            return  # nothing the caller gave: nothing handed over as given
+        given = {k: extras[k] for k in request.granted} if request.granted else {}
         if request.surface is Surface.MCP:
             given.update(extras)
         for key, value in extras.items():
             if key.upper().startswith(FORCE_PREFIX):
                 given.setdefault(key[len(FORCE_PREFIX) :], value)
-        admitted = [(k, v) for k, v in given.items() if child.get(k) == v]
-        self._admitted.admit(request.target, admitted)
+        if given:
+            admitted = [(k, v) for k, v in given.items() if child.get(k) == v]
+            self._admitted.admit(request.target, admitted)
 
     def _supplied(self, binding: Binding | None) -> frozenset[str]:
         """Names a secret source supplied, at launch and (routed) for the bound home."""
