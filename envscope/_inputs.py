@@ -262,7 +262,7 @@ def env_entries(
     scope): any string name and a NUL-holding value pass here, because the
     sanitize stage drops what ``execve`` cannot carry and records it.
     """
-    if not isinstance(mapping, Mapping):
+    if type(mapping) is not dict and not isinstance(mapping, Mapping):  # a dict: no ABC check
         raise ConfigurationError(
             f"{what} must be a mapping of names to values, not a {type(mapping).__name__}"
         )

@@ -499,7 +499,8 @@ class Host:
             binding=binding,
             target=target,
             routed=routed,
-            policy=self._policy_of(target),  # the manifest stamp: checked on every build
+            # the manifest stamp: checked on every build (``_policy_of``, the catalog in hand)
+            policy=self._homes.policy(target, catalog),
             launch_policy=self._launch_policy(binding) if routed else None,
             # one object while the file is unchanged (the memo compares it by identity)
             managed=(launch.managed() if routed else launch.managed_values) or EMPTY_MAPPING,
