@@ -120,22 +120,27 @@ def home_identity(path: str | os.PathLike[str]) -> str:
     Python step per component); anything it cannot answer takes ``realpath``.
     """
     text = text_path(path, "a home")
-    resolved = kernel_realpath(text) or os.path.realpath(text)
-    return os.path.normcase(resolved) if WINDOWS else resolved
+    return _identity(kernel_realpath(text) or os.path.realpath(text))
 
 
 def home_directory(path: str | os.PathLike[str]) -> tuple[str, bool]:
     """``home_identity(path)``, and whether it names a directory (``os.path.isdir``).
 
     One kernel resolution answers both for a directory (``kernel_realpath``
-    asked for one); anything else takes ``home_identity`` and a ``stat``.
+    asked for one); anything else (a file, a missing path, no ``/proc``) takes
+    ``realpath`` and a ``stat``, the kernel not asked twice.
     """
     text = text_path(path, "a home")
     found = kernel_realpath(text, directory=True)
     if found is not None:
-        return (os.path.normcase(found) if WINDOWS else found), True
-    identity = home_identity(text)
+        return _identity(found), True
+    identity = _identity(os.path.realpath(text))
     return identity, os.path.isdir(identity)
+
+
+def _identity(resolved: str) -> str:
+    """A resolved path as a home's identity: case-folded on Windows."""
+    return os.path.normcase(resolved) if WINDOWS else resolved
 
 
 _O_PATH = getattr(os, "O_PATH", 0)  # Linux; elsewhere no kernel answer

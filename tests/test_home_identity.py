@@ -108,3 +108,22 @@ def test_a_pipe_link_is_no_answer(monkeypatch: pytest.MonkeyPatch, tree: Path) -
     finally:
         os.close(r)
         os.close(w)
+
+
+@pytest.mark.parametrize("name", ["a", "a/file", "missing", "loop"])
+def test_home_directory_asks_the_kernel_once(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """A directory, a file, a missing path, a loop: one kernel resolution at most, whatever
+    answers (the fallback is ``realpath`` and a ``stat``, not the kernel again)."""
+    asked: list[str] = []
+    real = _inputs.kernel_realpath
+
+    def counting(path: str, *, directory: bool = False) -> str | None:
+        asked.append(path)
+        return real(path, directory=directory)
+
+    monkeypatch.setattr(_inputs, "kernel_realpath", counting)
+    path = str(tree / name)
+    assert home_directory(path) == (os.path.realpath(path), os.path.isdir(path))
+    assert len(asked) == 1
