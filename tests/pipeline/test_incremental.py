@@ -32,6 +32,15 @@ def tree(tmp_path: Path) -> tuple[Path, Path, Path]:
     return launch, profile, managed
 
 
+def _settled(tree: tuple[Path, Path, Path], environ: Env, **options: Any) -> Host:
+    """A host over the tree, its launch env loaded, every file settled (the gate engages)."""
+    launch, _, managed = tree
+    fs = InstrumentedFileSystem(clock_offset_ns=HOUR_NS)
+    host = Host(launch, environ=environ, managed_env_file=managed, fs=fs, **options)
+    host.load_launch_env()
+    return host
+
+
 def _answers(monkeypatch: pytest.MonkeyPatch, name: str) -> Iterator[list[bool]]:
     """Whether each call of ``build``'s ``_delta.<name>`` answered (not None), with the
     check off: its full build beside each would count as a build of its own."""
@@ -103,19 +112,13 @@ def test_what_is_made_from_the_last_build(
 ) -> None:
     """The table's changes: made from the last build or by the stages; equal to a full build.
     No build rebinds a field of a template (written once, then only read)."""
-    launch, profile, managed = tree
+    profile = tree[1]
     change, call, incremental = CHANGES[case]
     env = {"PATH": "/usr/bin", "PLAIN_A": "1", "plain_a": "1", "LAUNCH_ONLY": "r"}
     env.update(ORG_FLAG="on", ACME_API_TOKEN="x", LD_PRELOAD="")
     twin_env = dict(env)
 
-    def host_over(environ: Env) -> Host:
-        fs = InstrumentedFileSystem(clock_offset_ns=HOUR_NS)  # the files settled
-        host = Host(launch, environ=environ, managed_env_file=managed, fs=fs)
-        host.load_launch_env()
-        return host
-
-    host, twin = host_over(env), host_over(twin_env)
+    host, twin = _settled(tree, env), _settled(tree, twin_env)
     call = {"extra": {"TASK_ID": "task-1"}, **call}
 
     def child(of: Host, traced: bool) -> dict[str, str] | str:
@@ -223,16 +226,11 @@ def test_a_changed_value_is_checked_against_the_cap_as_a_full_build_checks_it(
 ) -> None:
     """The patched child's block size is the template's resized by the changed entry: a change
     under the cap is made from the last build, one over it raises the full build's error."""
-    launch, profile, managed = tree
+    profile = tree[1]
     value, fits = SIZES[case]
     env = {"PATH": "/usr/bin", "PLAIN_A": "1", "FILLER": "f" * 1500}
     twin_env = dict(env)
-    hosts = []
-    for environ in (env, twin_env):
-        fs = InstrumentedFileSystem(clock_offset_ns=HOUR_NS)
-        host = Host(launch, environ=environ, managed_env_file=managed, fs=fs, max_env_bytes=CAP)
-        host.load_launch_env()
-        hosts.append(host)
+    hosts = [_settled(tree, environ, max_env_bytes=CAP) for environ in (env, twin_env)]
 
     def child(of: Host, traced: bool) -> dict[str, str] | str:
         try:
@@ -298,17 +296,12 @@ def test_a_full_build_reuses_the_rule_when_it_reads_the_same_pairs(
     (declared names, name-context credentials) are the same, in order; its child is a fresh
     full build's. A reused rule decides only the entries it never decided (the changed one
     and the one the incremental build before changed), the rest are its known verdicts."""
-    launch, profile, managed = tree
+    profile = tree[1]
     change, reused = FULL_BUILDS[case]
     env = {"PATH": "/usr/bin", "PLAIN_A": "1", "plain_a": "1", "LAUNCH_ONLY": "r"}
     env.update(ACME_API_TOKEN="x", TELEGRAM_BOT_TOKEN="launch-bot-token-0001")
     twin_env = dict(env)
-    hosts = []
-    for environ in (env, twin_env):
-        fs = InstrumentedFileSystem(clock_offset_ns=HOUR_NS)
-        host = Host(launch, environ=environ, managed_env_file=managed, fs=fs)
-        host.load_launch_env()
-        hosts.append(host)
+    hosts = [_settled(tree, environ) for environ in (env, twin_env)]
 
     def child(of: Host, traced: bool) -> dict[str, str]:
         trace = Trace() if traced else None
