@@ -49,14 +49,20 @@ over random sequences of changes.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import eq, ne
 from typing import TYPE_CHECKING
 
 from envscope.errors import EnvscopeError
-from envscope.pipeline._memo import same_objects
-from envscope.pipeline._request import check_parent_envs
+from envscope.pipeline._request import (
+    EXTRAS_AT,
+    PROCESS_AT,
+    SNAPSHOT_AT,
+    check_parent_envs,
+    undiffed_differ,
+)
 from envscope.pipeline.decision import decide, known_of
 from envscope.pipeline.stages import block_bytes, entry_bytes, validate_block
 from envscope.policy._layers import Layer
@@ -65,7 +71,6 @@ from envscope.policy.surfaces import Surface
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from envscope.pipeline._memo import MemoKey
     from envscope.pipeline._request import BuildRequest
     from envscope.pipeline.decision import Known, Verdict
     from envscope.pipeline.secret_rule import SecretRule
@@ -88,6 +93,7 @@ __all__ = [
 ]
 
 _CHECKING = [False]  # reset seam: check_incremental(False)
+_FORMATS = "envscope.policy.formats"  # loaded with a host's first full build
 
 FIRST_BUILD = "first build"
 """What a slot's first full build leaves in its memo: the next full build leaves a template."""
@@ -153,8 +159,6 @@ class Template:
     pins that no build rebinds a field.
     """
 
-    same: tuple[object, ...]  # the memo key's same-object part
-    others: tuple[object, ...]  # the equal fields other than the parent envs
     snapshot: dict[str, str]
     process: dict[str, str] | None
     extras: dict[str, str]
@@ -191,11 +195,7 @@ def eligible(request: BuildRequest) -> bool:
 
 
 def template_of(
-    request: BuildRequest,
-    key: MemoKey,
-    others: tuple[object, ...],
-    evidence: Evidence,
-    known: Known | None = None,
+    request: BuildRequest, evidence: Evidence, known: Known | None = None
 ) -> Template | None:
     """The template a full untraced build of an eligible shape leaves (None: no evidence).
 
@@ -219,8 +219,6 @@ def template_of(
             plain_extra.append(name)
     inert = [n for n in snapshot if n not in reached and n.upper() not in introduced]
     return Template(
-        key[1],
-        others,
         snapshot,
         request.process,
         extras,
@@ -250,7 +248,7 @@ def read_pairs(rule: SecretRule, request: BuildRequest) -> ReadPairs:
 
 
 def reusable_rule(
-    template: Template, request: BuildRequest, key: MemoKey, others: tuple[object, ...]
+    template: Template, request: BuildRequest, differs: tuple[bool, ...]
 ) -> SecretRule | None:
     """The template's rule for a full build of its slot that reads the same pairs (else None).
 
@@ -259,7 +257,7 @@ def reusable_rule(
     rule when every input of the rule is the same object or equal and the
     pairs it reads are the same, in the same order: it is not made again.
     """
-    if not _same_inputs(template, key, others):
+    if not _same_inputs(template, differs):
         return None
     if (template.process is None) != (request.process is None):
         return None
@@ -268,25 +266,26 @@ def reusable_rule(
     return rule if read_pairs(rule, request) == template.read else None
 
 
-def _same_inputs(template: Template, key: MemoKey, others: tuple[object, ...]) -> bool:
-    """The template's inputs but the parent envs and ``extra``: the same objects, equal maps."""
-    from envscope.policy.formats import format_table  # loaded: the template's rule searched
+def _same_inputs(template: Template, differs: tuple[bool, ...]) -> bool:
+    """The template's inputs but the parent envs and ``extra``: equal maps, the same table.
 
-    return (
-        same_objects(template.same, key[1])
-        and template.others == others
-        and template.rule.formats is format_table()  # replaced: every value searched
-    )
+    The same objects are ``BuildMemo.lookup``'s proof (it hands a template over
+    only then), and ``differs`` its comparison of each equal field.
+    """
+    if undiffed_differ(differs):
+        return False
+    # loaded (the template's rule searched with it): a replaced table searches every value
+    formats = sys.modules.get(_FORMATS)
+    return formats is not None and template.rule.formats is formats.format_table()
 
 
 def _changed(old: dict[str, str], new: dict[str, str]) -> list[str] | None:
     """The keys whose value differs, in order, or None when the keys or their order differ.
 
-    Every pass is C-level (``map``, ``compress``): the parent env has a hundred
-    keys or more, and one of them changed.
+    Asked of two envs ``BuildMemo.lookup`` found unequal. Every pass is C-level
+    (``map``, ``compress``): the parent env has a hundred keys or more, and one
+    of them changed.
     """
-    if old == new:  # one C-level comparison: the common case
-        return []
     if len(old) != len(new) or not all(map(eq, old, new)):
         return None
     return list(compress(new, map(ne, old.values(), new.values())))
@@ -308,7 +307,7 @@ def _resized(size: int | None, name: str, old: str, new: str) -> int | None:
 
 
 def rebuild(
-    template: Template, request: BuildRequest, key: MemoKey, others: tuple[object, ...]
+    template: Template, request: BuildRequest, differs: tuple[bool, ...]
 ) -> tuple[dict[str, str], Template] | None:
     """The child of ``request`` made from ``template``, and the template after it (None: none).
 
@@ -317,16 +316,16 @@ def rebuild(
     build), and the block as a full build checks it.
     """
     rule = template.rule
-    if not _same_inputs(template, key, others):
+    if not _same_inputs(template, differs):
         return None
-    base = _changed(template.snapshot, request.snapshot)
-    extra = _changed(template.extras, request.extras)
+    base = _changed(template.snapshot, request.snapshot) if differs[SNAPSHOT_AT] else []
+    extra = _changed(template.extras, request.extras) if differs[EXTRAS_AT] else []
     if base is None or extra is None:
         return None
     old_process, process = template.process, request.process
     if (old_process is None) != (process is None):
         return None
-    moved = [] if old_process is None or process is None else _changed(old_process, process)
+    moved = _changed(old_process or {}, process or {}) if differs[PROCESS_AT] else []
     if moved is None:
         return None
     plain_base, plain_extra, inert = template.plain_base, template.plain_extra, template.inert_base
@@ -362,8 +361,6 @@ def rebuild(
     else:
         child = dict(sanitized)  # every entry passes as is: the checks a full build makes
     after = Template(
-        template.same,
-        others,
         request.snapshot,
         process,
         request.extras,

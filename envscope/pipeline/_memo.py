@@ -18,6 +18,11 @@ request's fields (``_request.memo_key``, each field's ``Role``):
 - by equality, what changes per build: the env snapshot, the ``extra``
   values, the names secret sources supplied or applied.
 
+Each slot's entry also holds what its last untraced build left the next one
+(``_delta``'s template: an incremental build's start): one ``lookup`` answers
+a hit, or hands a miss that read the very same objects that template and
+which equal fields differ (the incremental build diffs only those).
+
 The memo's *owner* holds it: a routed home's share (every binding made from
 the same scope and residue objects uses it), or the host for unbound builds;
 an unbound multiplexed build never uses one (its residue is re-read per
@@ -63,7 +68,7 @@ if TYPE_CHECKING:
     from envscope.audit.trace import Recording
     from envscope.policy.formats import FormatTable
 
-__all__ = ["BuildMemo", "CleanValues", "FormatMemo", "MemoKey", "same_objects"]
+__all__ = ["BuildMemo", "CleanValues", "FormatMemo", "Found", "MemoKey", "same_objects"]
 
 MemoKey = tuple[tuple[object, ...], tuple[object, ...], tuple[object, ...]]
 """Where a build sits in the memo: its shape, the objects it read (compared by
@@ -76,9 +81,14 @@ def same_objects(old: Sequence[object], new: Sequence[object]) -> bool:
     return len(old) == len(new) and all(map(operator.is_, old, new))  # C-level: per build
 
 
-_Built = tuple[tuple[object, ...], tuple[object, ...], dict[str, str], "Recording | None"]
+_Built = tuple[tuple[object, ...], tuple[object, ...], dict[str, str], "Recording | None", object]
 """One remembered build: the objects and maps it read, the child env, a traced build's
-decisions (a plain tuple, as the key is)."""
+decisions, what it left an incremental build (a plain tuple, as the key is)."""
+
+Found = tuple[dict[str, str] | None, "Recording | None", object, tuple[bool, ...]]
+"""``BuildMemo.lookup``'s answer: a hit's child and decisions, else what a miss may build on."""
+
+_NOT_FOUND: Found = (None, None, None, ())
 
 
 class BuildMemo:
@@ -86,27 +96,33 @@ class BuildMemo:
 
     MAX_SHAPES = 16  # surfaces x flags a host really uses; more and the memo starts over
 
-    __slots__ = ("_built", "_rules", "_templates", "formats")
+    __slots__ = ("_built", "_rules", "formats")
 
     def __init__(self) -> None:
         self._built: dict[Hashable, _Built] = {}
-        # an incremental build's start per slot: a ``_delta.Template``, whose module reads it
-        self._templates: dict[Hashable, object] = {}
         # a context's rule per shape, with the inputs it was made from (``build.context_rule``)
         self._rules: dict[Hashable, tuple[tuple[object, ...], tuple[object, ...], object]] = {}
         self.formats = FormatMemo()  # the clean values of the last build that searched
 
-    def get(
-        self, shape: Hashable, same: tuple[object, ...], equal: tuple[object, ...]
-    ) -> tuple[dict[str, str], Recording | None] | None:
-        """A copy of the child built for ``shape`` from these very inputs (and its decisions)."""
+    def lookup(self, shape: Hashable, same: tuple[object, ...], equal: tuple[object, ...]) -> Found:
+        """The slot ``shape``'s last build, against one build's inputs: one comparison of each.
+
+        A hit (the very same objects, equal maps): ``(a copy of the child, its
+        decisions, None, ())``. A miss where the slot's last build read these
+        very objects: ``(None, None, left, differs)``: what that build left
+        (``put``'s ``left``: ``_delta`` reads it) and, per equal field, whether
+        it differs (an incremental build diffs only those). Else ``(None, None, None, ())``.
+        """
         built = self._built.get(shape)
         if built is None:
-            return None
-        built_same, built_equal, child, recording = built
-        if not same_objects(built_same, same) or built_equal != equal:
-            return None
-        return dict(child), recording
+            return _NOT_FOUND
+        built_same, built_equal, child, recording, left = built
+        if not same_objects(built_same, same):
+            return _NOT_FOUND
+        differs = tuple(map(operator.ne, built_equal, equal))  # C-level: one pass, no short cut
+        if True in differs:
+            return None, None, left, differs
+        return dict(child), recording, None, ()
 
     def put(
         self,
@@ -115,11 +131,17 @@ class BuildMemo:
         equal: tuple[object, ...],
         child: dict[str, str],
         recording: Recording | None = None,
+        left: object = None,
     ) -> None:
-        """Remember a private copy of the child built for ``shape`` from these inputs."""
+        """Remember a private copy of the child built for ``shape`` from these inputs.
+
+        ``left``: what the build leaves the slot's next one (untyped: ``_delta``
+        owns it; this module imports none that imports it), found by ``lookup``
+        only with these very objects.
+        """
         if len(self._built) >= self.MAX_SHAPES and shape not in self._built:
             self._built.clear()
-        self._built[shape] = (same, equal, dict(child), recording)
+        self._built[shape] = (same, equal, dict(child), recording, left)
 
     def holds(self, env: Mapping[str, str]) -> bool:
         """True when ``env`` is a child kept here: the same pairs, in the same order.
@@ -127,23 +149,10 @@ class BuildMemo:
         What the runtime guard asks first of an explicit env: a child its
         context's build made passes as built (docs/guard.md, ``factory-built``).
         """
-        for _, _, child, _ in list(self._built.values()):  # a copy: a build may add meanwhile
+        for _, _, child, _, _ in list(self._built.values()):  # a copy: a build may add meanwhile
             if child == env and all(map(operator.eq, child, env)):
                 return True
         return False
-
-    def template(self, slot: Hashable) -> object | None:
-        """What the last untraced build of ``slot`` left (``_delta.as_template`` reads it)."""
-        return self._templates.get(slot)
-
-    def keep_template(self, slot: Hashable, template: object | None) -> None:
-        """Hold ``template`` for ``slot`` (None forgets it), bounded as the children are."""
-        if template is None:
-            self._templates.pop(slot, None)
-            return
-        if len(self._templates) >= self.MAX_SHAPES and slot not in self._templates:
-            self._templates.clear()
-        self._templates[slot] = template
 
     def rule(self, shape: Hashable, same: tuple[object, ...], equal: tuple[object, ...]) -> object:
         """What ``keep_rule`` kept for ``shape`` from these very inputs (None: nothing)."""

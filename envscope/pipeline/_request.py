@@ -35,12 +35,15 @@ if TYPE_CHECKING:
     from envscope.policy.surfaces import SurfacePolicy
 
 __all__ = [
+    "EXTRAS_AT",
+    "PROCESS_AT",
+    "SNAPSHOT_AT",
     "BuildRequest",
     "HostOptions",
     "Role",
     "check_parent_envs",
     "memo_key",
-    "unenv_equal",
+    "undiffed_differ",
 ]
 
 
@@ -210,12 +213,13 @@ _UNDIFFED = tuple(
     i for i, name in enumerate(_EQUAL) if name not in ("snapshot", "process", *_KEYED)
 )
 _UNDIFFED_OF = operator.itemgetter(*_UNDIFFED)  # one C-level call (two fields or more)
+SNAPSHOT_AT, PROCESS_AT, EXTRAS_AT = (_EQUAL.index(n) for n in ("snapshot", "process", "extras"))
+# where the parent envs and ``extra`` sit in the equal fields (``BuildMemo.lookup``'s ``differs``)
 
 
-def unenv_equal(key: MemoKey) -> tuple[object, ...]:
-    """The key's equal fields but the parent envs and ``extra`` (incremental builds diff them)."""
-    found: tuple[object, ...] = _UNDIFFED_OF(key[2])
-    return found
+def undiffed_differ(differs: Sequence[bool]) -> bool:
+    """True when a key's equal field differs, but the parent envs and ``extra`` (diffed)."""
+    return True in _UNDIFFED_OF(differs)
 
 
 def roles() -> Sequence[tuple[str, Role]]:

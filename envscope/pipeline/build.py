@@ -42,7 +42,6 @@ from envscope.pipeline._request import (
     HostOptions,
     check_parent_envs,
     memo_key,
-    unenv_equal,
 )
 from envscope.pipeline._residue_rule import ResidueRule
 from envscope.pipeline._sanitize import SanitizeOptions, sanitize
@@ -54,7 +53,7 @@ from envscope.policy.surfaces import BaseFilter, Surface, mcp_allowlist
 
 if TYPE_CHECKING:
     from envscope.pipeline._binding import Binding
-    from envscope.pipeline._memo import BuildMemo, FormatMemo, MemoKey
+    from envscope.pipeline._memo import BuildMemo, FormatMemo
     from envscope.policy._declarations import Origin
 
 __all__ = [
@@ -87,15 +86,14 @@ def build(
     if memo is None:
         return run_build(request, trace)
     key = memo_key(request, traced=trace.enabled)
-    hit = memo.get(*key)
-    if hit is not None:
-        child, recording = hit
+    child, recording, left, differs = memo.lookup(*key)
+    if child is not None:
         if recording is not None:  # a traced build's own slot: trace is enabled
             trace.replay(recording)
         return child
     if not trace.enabled:
-        child = _untraced(request, key, memo)
-        memo.put(*key, child)
+        child, left = _untraced(request, memo, left, differs)
+        memo.put(*key, child, left=left)
         return child
     capture = Trace(fingerprint=keep_value)
     child = run_build(request, capture, formats=memo.formats)
@@ -107,36 +105,37 @@ def build(
     return child
 
 
-def _untraced(request: BuildRequest, key: MemoKey, memo: BuildMemo) -> dict[str, str]:
+def _untraced(
+    request: BuildRequest, memo: BuildMemo, left: object, differs: tuple[bool, ...]
+) -> tuple[dict[str, str], object]:
     """An untraced miss: from the slot's last build where only plain values changed, else full.
 
-    A slot's first full build leaves a mark (``_delta.FIRST_BUILD``), its later
-    ones a template (``_delta``): a template holds the build's rule, so a home
-    built once (a host touching thousands of homes) keeps none. With
+    ``left`` and ``differs`` are the memo's answer (``BuildMemo.lookup``): what
+    the slot's last build left, when it read these very objects, and which of
+    its equal inputs differ. A slot's first full build leaves a mark
+    (``_delta.FIRST_BUILD``), its later ones a template (``_delta``): a template
+    holds the build's rule, so a home built once (a host touching thousands of
+    homes) keeps none. Returns the child and what this build leaves. With
     ``_delta.checking()`` every incremental child is compared with the full build's.
     """
     if not eligible(request):
-        return run_build(request, formats=memo.formats)
-    slot, others = key[0], unenv_equal(key)  # the shape: ``extra`` by its keys (not mcp)
-    kept = memo.template(slot)
-    template = as_template(kept)
+        return run_build(request, formats=memo.formats), None
+    template = as_template(left)
     if template is not None:
-        done = rebuild(template, request, key, others)
+        done = rebuild(template, request, differs)
         if done is not None:
             child, after = done
-            memo.keep_template(slot, after)
             if checking():
                 compare(child, lambda: run_build(request))
-            return child
-    evidence = Evidence() if kept is not None else None
-    rule = None if template is None else reusable_rule(template, request, key, others)
+            return child, after
+    evidence = Evidence() if left is not None else None
+    rule = None if template is None else reusable_rule(template, request, differs)
     known = None if rule is None or template is None else template.verdicts
     child = run_build(request, formats=memo.formats, evidence=evidence, rule=rule, known=known)
     if rule is not None and checking():
         compare(child, lambda: run_build(request))  # the same as with a rule of its own
-    made = FIRST_BUILD if evidence is None else template_of(request, key, others, evidence, known)
-    memo.keep_template(slot, made)
-    return child
+    made = FIRST_BUILD if evidence is None else template_of(request, evidence, known)
+    return child, made
 
 
 def own_values(binding: Binding | None) -> dict[str, frozenset[str]]:

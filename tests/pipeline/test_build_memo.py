@@ -300,22 +300,41 @@ def test_memo_is_bounded() -> None:
     for i in range(BuildMemo.MAX_SHAPES + 3):
         memo.put(i, (), (), {"K": str(i)})
         assert len(memo) <= BuildMemo.MAX_SHAPES
-    assert memo.get(BuildMemo.MAX_SHAPES + 2, (), ()) == (
+    assert memo.lookup(BuildMemo.MAX_SHAPES + 2, (), ()) == (
         {"K": str(BuildMemo.MAX_SHAPES + 2)},
         None,
+        None,
+        (),
     )
-    assert memo.get(0, (), ()) is None
+    assert memo.lookup(0, (), ()) == (None, None, None, ())
 
 
 def test_memo_compares_identity_then_equality() -> None:
-    """A hit needs the very same derived objects and equal per-build inputs."""
+    """A hit needs the very same derived objects and equal per-build inputs; a miss with
+    the same objects hands over what the slot's build left and which equal field differs."""
     memo = BuildMemo()
-    policy, snapshot = object(), {"K": "v"}
-    memo.put("shape", (policy,), (snapshot,), {"K": "v"})
-    assert memo.get("shape", (policy,), ({"K": "v"},)) == ({"K": "v"}, None)
-    assert memo.get("shape", (object(),), (snapshot,)) is None
-    assert memo.get("shape", (policy,), ({"K": "w"},)) is None
-    assert memo.get("shape", (policy, policy), (snapshot,)) is None
+    policy, snapshot, left = object(), {"K": "v"}, object()
+    memo.put("shape", (policy,), (snapshot, "a"), {"K": "v"}, left=left)
+    assert memo.lookup("shape", (policy,), ({"K": "v"}, "a")) == ({"K": "v"}, None, None, ())
+    assert memo.lookup("shape", (object(),), (snapshot, "a")) == (None, None, None, ())
+    assert memo.lookup("shape", (policy, policy), (snapshot, "a")) == (None, None, None, ())
+    assert memo.lookup("other", (policy,), (snapshot, "a")) == (None, None, None, ())
+    assert memo.lookup("shape", (policy,), ({"K": "w"}, "a"))[:3] == (None, None, left)
+    assert memo.lookup("shape", (policy,), ({"K": "w"}, "a"))[3] == (True, False)
+    assert memo.lookup("shape", (policy,), (snapshot, "b"))[2:] == (left, (False, True))
+
+
+def test_a_hit_hands_out_a_copy_and_keeps_its_own() -> None:
+    """The child handed out is a copy; ``put`` keeps its own: neither caller's edit reaches it."""
+    memo = BuildMemo()
+    child = {"K": "v"}
+    memo.put("shape", (), (), child)
+    child["K"] = "edited"
+    got = memo.lookup("shape", (), ())[0]
+    assert got == {"K": "v"}
+    assert got is not None
+    got["K"] = "edited again"
+    assert memo.lookup("shape", (), ())[0] == {"K": "v"}
 
 
 def test_every_request_field_has_a_memo_role() -> None:
@@ -354,20 +373,33 @@ def test_the_key_follows_each_field_by_its_role(make_host: HostFactory) -> None:
     assert memo_key(request, traced=True) != memo_key(request, traced=False)
 
 
-def test_the_incremental_slot_compares_every_equal_field_but_the_diffed_ones(
+def test_the_incremental_build_diffs_the_envs_and_compares_every_other_equal_field(
     make_host: HostFactory,
 ) -> None:
-    """``unenv_equal``: the key's equal fields but the parent envs and ``extra``, as a tuple
-    (a C-level getter of their positions), whatever fields the request has."""
-    from envscope.pipeline._request import Role, memo_key, roles, unenv_equal
+    """``undiffed_differ``: true when any equal field but the parent envs and ``extra``
+    differs; the positions name those three, whatever fields the request has."""
+    from envscope.pipeline._request import (
+        EXTRAS_AT,
+        PROCESS_AT,
+        SNAPSHOT_AT,
+        Role,
+        memo_key,
+        roles,
+        undiffed_differ,
+    )
 
     request = make_host()._request_here(Surface.TERMINAL, {"E": "1"}, False)
     key = memo_key(request, traced=False)
     names = [n for n, role in roles() if role in (Role.EQUAL, Role.KEYED)]
-    want = tuple(
-        value
-        for name, value in zip(names, key[2], strict=True)
-        if name not in ("snapshot", "process", "extras")
+    assert len(names) == len(key[2])
+    assert (names[SNAPSHOT_AT], names[PROCESS_AT], names[EXTRAS_AT]) == (
+        "snapshot",
+        "process",
+        "extras",
     )
-    assert unenv_equal(key) == want
-    assert type(unenv_equal(key)) is tuple
+    assert key[2][SNAPSHOT_AT] is request.snapshot
+    assert key[2][EXTRAS_AT] is request.extras
+    for i, name in enumerate(names):
+        differs = tuple(j == i for j in range(len(names)))
+        assert undiffed_differ(differs) is (name not in ("snapshot", "process", "extras")), name
+    assert not undiffed_differ((False,) * len(names))

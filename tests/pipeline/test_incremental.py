@@ -3,6 +3,8 @@ as the full build does: a table over the owning function, ``build._untraced``.""
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,8 @@ import pytest
 
 from envscope import EnvValueError, Host, Surface, Trace
 from envscope.pipeline import _delta, decision
+from envscope.pipeline._memo import BuildMemo
+from envscope.policy import formats
 from envscope.policy.formats import format_table
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 from tests._write_once import rebinds_of
@@ -157,6 +161,11 @@ def test_a_traced_build_is_never_made_from_the_last_build(
     assert made_incrementally == []
 
 
+def _left(memo: BuildMemo) -> list[object]:
+    """What each slot's last build left its next (the memo's entries' last field)."""
+    return [entry[-1] for entry in memo._built.values()]
+
+
 def test_a_slot_built_once_keeps_no_template(
     tree: tuple[Path, Path, Path], made_incrementally: list[bool]
 ) -> None:
@@ -167,9 +176,9 @@ def test_a_slot_built_once_keeps_no_template(
     host.load_launch_env()
     with host.routed(profile) as binding:
         host.build_subprocess_env(extra={"TASK_ID": "1"})
-        assert list(binding.memo._templates.values()) == [_delta.FIRST_BUILD]
+        assert _left(binding.memo) == [_delta.FIRST_BUILD]
         host.build_subprocess_env(extra={"TASK_ID": "2"})  # the second: a template
-        assert isinstance(next(iter(binding.memo._templates.values())), _delta.Template)
+        assert [type(left) for left in _left(binding.memo)] == [_delta.Template]
         host.build_subprocess_env(extra={"TASK_ID": "3"})  # the third: from it
     assert made_incrementally == [True]
 
@@ -189,6 +198,62 @@ def test_shapes_whose_path_reads_values_take_the_full_build(
         for n in range(3):
             host.build_subprocess_env(extra={"TASK_ID": str(n)}, **call)
     assert made_incrementally == []
+
+
+def _table_reset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(formats, "format_table", functools.cache(formats.format_table.__wrapped__))
+
+
+def _formats_unloaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_delta, "_FORMATS", f"{formats.__name__}_never_loaded")
+    assert _delta._FORMATS not in sys.modules
+
+
+@pytest.mark.parametrize("replace", [_table_reset, _formats_unloaded], ids=["reset", "unloaded"])
+def test_a_template_from_another_format_table_takes_the_full_build(
+    tree: tuple[Path, Path, Path],
+    made_incrementally: list[bool],
+    monkeypatch: pytest.MonkeyPatch,
+    replace: Callable[[pytest.MonkeyPatch], None],
+) -> None:
+    """A template's rule searched with the table of its build: after ``reset_table()`` (a new
+    table object), or where the module cannot be found loaded, the build runs in full."""
+    launch, profile, managed = tree
+    host = Host(launch, environ={"PATH": "/usr/bin"}, managed_env_file=managed)
+    host.load_launch_env()
+    with host.routed(profile):
+        host.build_subprocess_env(extra={"TASK_ID": "1"})
+        host.build_subprocess_env(extra={"TASK_ID": "2"})  # leaves a template
+        replace(monkeypatch)
+        child = host.build_subprocess_env(extra={"TASK_ID": "3"})
+    assert made_incrementally == [False]
+    assert child["TASK_ID"] == "3"
+
+
+def test_a_template_answers_only_while_every_undiffed_input_is_equal(
+    tree: tuple[Path, Path, Path],
+) -> None:
+    """``rebuild`` and ``reusable_rule`` read the memo's comparison (``differs``): any equal
+    field but the parent envs and ``extra`` that differs (the names sources supplied or
+    applied, an unbound build's residue) leaves the template unused, whatever it holds."""
+    from envscope.pipeline._request import Role, memo_key, roles
+
+    launch, profile, managed = tree
+    host = Host(launch, environ={"PATH": "/usr/bin"}, managed_env_file=managed)
+    host.load_launch_env()
+    with host.routed(profile) as binding:
+        host.build_subprocess_env(extra={"TASK_ID": "1"})
+        host.build_subprocess_env(extra={"TASK_ID": "2"})
+        (template,) = _left(binding.memo)
+        assert isinstance(template, _delta.Template)
+        request = host._request_here(Surface.TERMINAL, {"TASK_ID": "3"}, False)
+    names = [n for n, role in roles() if role in (Role.EQUAL, Role.KEYED)]
+    assert len(names) == len(memo_key(request, traced=False)[2])
+    for i, name in enumerate(names):
+        differs = tuple(j == i for j in range(len(names)))
+        diffed = name in ("snapshot", "process", "extras")
+        assert (_delta.rebuild(template, request, differs) is not None) is diffed, name
+        assert (_delta.reusable_rule(template, request, differs) is not None) is diffed, name
 
 
 def test_the_check_names_keys_never_values() -> None:
