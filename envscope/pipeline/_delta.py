@@ -291,13 +291,6 @@ def _changed(old: dict[str, str], new: dict[str, str]) -> list[str] | None:
     return list(compress(new, map(ne, old.values(), new.values())))
 
 
-def _unread(rule: SecretRule, old: dict[str, str], new: dict[str, str], names: list[str]) -> bool:
-    """True when the rule reads none of the changed pairs, before or after the change."""
-    return not any(
-        rule.reads_pair(name, old[name]) or rule.reads_pair(name, new[name]) for name in names
-    )
-
-
 def _resized(size: int | None, name: str, old: str, new: str) -> int | None:
     """The block's bytes after ``name``'s value went from ``old`` to ``new`` (None: look closer)."""
     if size is None:
@@ -338,22 +331,29 @@ def rebuild(
             {name: request.snapshot[name] for name in base},
             None if process is None else {name: process[name] for name in moved},
         )
-    if not (
-        _unread(rule, template.snapshot, request.snapshot, base)
-        and _unread(rule, template.extras, request.extras, extra)
-        and (not moved or _unread(rule, old_process or {}, process or {}, moved))
+    plain, reads = rule.is_plain_name, rule.reads_pair
+    for old, new, names in (
+        (template.snapshot, request.snapshot, base),
+        (template.extras, request.extras, extra),
+        (old_process or {}, process or {}, moved),
     ):
-        return None  # the rule's secrets would change: every entry is decided again
+        for name in names:  # a pair the rule reads, before or after: its secrets would change
+            if not plain(name) and (reads(name, old[name]) or reads(name, new[name])):
+                return None  # every entry is decided again
     sanitized = dict(template.sanitized)
     size = template.size
-    for name, value, layer in (
-        *((n, request.snapshot[n], Layer.BASE) for n in base if n in plain_base),
-        *((n, request.extras[n], Layer.EXTRA) for n in extra),
+    for names, new, layer in (
+        (base, request.snapshot, Layer.BASE),
+        (extra, request.extras, Layer.EXTRA),
     ):
-        if decide(rule, name, value, layer) is not None:
-            return None  # a verdict to record: the full build says what it is
-        size = _resized(size, name, sanitized[name], value)
-        sanitized[name] = value  # in its place: the order a full build gives
+        for name in names:
+            if layer is Layer.BASE and name not in plain_base:
+                continue  # an inert key: no decision read it
+            value = new[name]
+            if decide(rule, name, value, layer) is not None:
+                return None  # a verdict to record: the full build says what it is
+            size = _resized(size, name, sanitized[name], value)
+            sanitized[name] = value  # in its place: the order a full build gives
     limit = request.options.max_env_bytes
     if size is None or size > limit:  # the block checked entry by entry, as a full build does
         child = validate_block(dict(sanitized), max_total_bytes=limit)

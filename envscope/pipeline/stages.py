@@ -306,10 +306,13 @@ def entry_bytes(key: str, value: str) -> int | None:
     """
     if "\x00" in value:
         return None
-    try:
-        size = _utf8_len(key) + _utf8_len(value) + 2
-    except UnicodeEncodeError:
-        return None
+    if key.isascii() and value.isascii():  # the common case: a character is a byte
+        size = len(key) + len(value) + 2
+    else:
+        try:
+            size = _utf8_len(key) + _utf8_len(value) + 2
+        except UnicodeEncodeError:
+            return None
     return size if size <= MAX_VALUE_BYTES else None
 
 
