@@ -38,7 +38,9 @@ _PLUGIN.mkdir(parents=True, exist_ok=True)
 (_PLUGIN / "plugin.yaml").write_text("name: chatx\nrequires_env:\n  - CHATX_BOT_TOKEN\n")
 _LAUNCH_PLUGIN = LAUNCH / "plugins" / "platforms" / "lchat"  # the launch home's only
 _LAUNCH_PLUGIN.mkdir(parents=True, exist_ok=True)
-(_LAUNCH_PLUGIN / "plugin.yaml").write_text("name: lchat\nrequires_env:\n  - LCHAT_ROOM\n")
+(_LAUNCH_PLUGIN / "plugin.yaml").write_text(
+    "name: lchat\nrequires_env:\n  - {name: LCHAT_ROOM, secret: true}\n"
+)
 MANAGED = _ROOT / "managed.env"
 MANAGED.write_text("ORG_FLAG=on\n")
 
@@ -46,7 +48,7 @@ PAT = next(f.example for f in format_table().formats if f.example.startswith("gh
 NAMES = [
     "PLAIN_A", "PLAIN_B", "plain_a", "TASK_ID", "NOTE",  # plain, a case twin
     "TELEGRAM_BOT_TOKEN", "OPENAI_API_KEY", "CHATX_BOT_TOKEN", "GITHUB_TOKEN",  # declared
-    "LCHAT_ROOM",  # the launch home alone declares it (no credential token in the name)
+    "LCHAT_ROOM",  # a secret the launch home alone declares (no credential token in the name)
     "ACME_API_TOKEN", "MY_SERVICE_PASSWORD",  # name context, when the value looks like one
     "LD_PRELOAD", "ORG_FLAG", "B_THING", "LAUNCH_ONLY", "ENVSCOPE_HOME",  # vector, pins, scope
     "_ENVSCOPE_FORCE_OPENAI_API_KEY", "_ENVSCOPE_FORCE_NOTE",  # the force prefix
