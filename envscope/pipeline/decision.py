@@ -361,8 +361,9 @@ def held_as_secret(rule: SecretRule, key: str, value: str) -> bool:
     return verdict is not None and verdict.secret
 
 
-Known = dict[tuple[str, str, str], "Verdict | None"]
-"""A rule's verdicts by entry (key, value, the layer's value), kept while the rule is reused."""
+Known = dict[tuple[str, str, Layer], "Verdict | None"]
+"""A rule's verdicts by entry (key, value, layer: a tuple hashed in C, the layer by
+identity), kept while the rule is reused."""
 
 KNOWN_KEPT = 4096  # entries per rule: a few builds' envs; more and the table starts over
 _UNKNOWN = object()  # no verdict known (None is one: nothing to say)
@@ -385,24 +386,20 @@ def decide_all(
     """
     if known is None:
         return _decide_all(rule, entries, clean)
-    keys = [(key, value, layer.value) for key, value, layer in entries]
-    found: list[object] = [known.get(k, _UNKNOWN) for k in keys]
+    found: list[object] = [known.get(entry, _UNKNOWN) for entry in entries]
     todo = [i for i, verdict in enumerate(found) if verdict is _UNKNOWN]
     if todo:
         fresh = _decide_all(rule, [entries[i] for i in todo])
         if len(known) + len(todo) > KNOWN_KEPT:
             known.clear()
         for i, verdict in zip(todo, fresh, strict=True):
-            found[i] = known[keys[i]] = verdict
+            found[i] = known[entries[i]] = verdict
     return cast("list[Verdict | None]", found)
 
 
 def known_of(decided: Sequence[tuple[tuple[str, str, Layer], Verdict | None]]) -> Known:
     """The verdicts a build gave, as ``decide_all``'s ``known`` (its rule's, for its next build)."""
-    made: Known = {}
-    for (key, value, layer), verdict in decided[:KNOWN_KEPT]:
-        made[key, value, layer.value] = verdict
-    return made
+    return dict(decided[:KNOWN_KEPT])  # C-level: each entry is its own key
 
 
 def _decide_all(
