@@ -218,7 +218,7 @@ SNAPSHOT_AT, PROCESS_AT, EXTRAS_AT = (_EQUAL.index(n) for n in ("snapshot", "pro
 
 
 def undiffed_differ(differs: Sequence[bool]) -> bool:
-    """True when a key's equal field differs, but the parent envs and ``extra`` (diffed)."""
+    """True when an equal field other than the parent envs and ``extra`` (diffed) differs."""
     return True in _UNDIFFED_OF(differs)
 
 
