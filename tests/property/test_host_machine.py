@@ -184,6 +184,7 @@ class HostMachine(RuleBasedStateMachine):
         self.multiplex = False
         self.host: Host | None = None
         self.introduced: set[str] = set()  # upper: vectors the launch's source put in
+        self.launch_loaded: dict[str, str] = {}  # what this host's load read: its launch values
 
     def teardown(self) -> None:
         """Remove the machine's home tree."""
@@ -263,6 +264,9 @@ class HostMachine(RuleBasedStateMachine):
         self.recorded, self.supplied = set(), set()
         self.caches = {h: HomeCache() for h in HOMES}  # a new host has a cold manifest cache
         self.introduced = set()
+        # the host's launch values: what its load read (the .env may be rewritten later; the
+        # values it loaded stay in the process, and declared ones stay secrets)
+        self.launch_loaded = {**self.dotenv["A"], **self.sources["A"]} if load else {}
         if load:
             expected = dict(self.environ)
             for key, value in self.dotenv["A"].items():
@@ -421,7 +425,10 @@ class HostMachine(RuleBasedStateMachine):
         refused = self.multiplex and where is None and surface.needs_routed_home
         failing: list[Path] = []
         order = ["A", target] if where is not None else [target, "A"]  # routed() checks A first
-        for h in [] if refused else order if routed else [target]:
+        # an unbound build of a host whose managed file was never loaded is refused before
+        # it asks any policy (``routed()`` asks them first when bound): nothing is scanned
+        unscanned = refused or (not self.loaded and where is None)
+        for h in [] if unscanned else order if routed else [target]:
             failed = self.scan(h)
             if failed and self.MODE == "raise":
                 failing = [self.path(h) / "plugins" / "platforms" / p for p in failed]
@@ -505,7 +512,11 @@ class HostMachine(RuleBasedStateMachine):
 
         # The alias rule may strip a kept variable whose value (8+ characters) equals the
         # value of a declared name, unless the child holds that value under a declared name.
-        launch_loads = (*self.dotenv["A"].items(), *self.sources["A"].items())
+        launch_loads = (
+            *self.launch_loaded.items(),
+            *self.dotenv["A"].items(),
+            *self.sources["A"].items(),
+        )
         inputs = (*source.items(), *scope.items(), *self.managed.items(), *launch_loads)
         held = {v for k, v in child.items() if declared(k.upper())}
         secret_values = {v for k, v in inputs if declared(k.upper()) and v not in held}
@@ -572,6 +583,9 @@ class HostMachine(RuleBasedStateMachine):
         # Nothing else is lost: every undeclared, non-residue base variable (every spelling
         # on POSIX, one per name on Windows) and every scope / managed value arrives, unchanged.
         winners = fold(source) if windows else source
+        # Windows: one spelling per name, any spelling (stage 3 spells a managed name as the
+        # managed file does, even unrouted): the child is read by name
+        by_name = upper_map(child) if windows else child
         for key, value in winners.items():
             up = key.upper()
             if up in overlay or may_lose(up, value):
@@ -581,7 +595,8 @@ class HostMachine(RuleBasedStateMachine):
                 continue  # a twin or another value of a managed name: refused
             if routed and up not in keep and (up in residue or declared(up) or gate(up)):
                 continue
-            assert child.get(key) == value, f"undeclared {key} was lost or changed"
+            got = by_name.get(up if windows else key)
+            assert got == value, f"undeclared {key} was lost or changed"
         # A scope may not introduce an injection vector (CC, LD_PRELOAD…): refused at overlay.
         refused = {
             k.upper()
