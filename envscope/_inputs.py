@@ -116,8 +116,8 @@ def home_identity(path: str | os.PathLike[str]) -> str:
 
     ``os.path.realpath``'s answer. For a path that exists, the kernel's own
     resolution answers it (``kernel_realpath``: an ``O_PATH`` descriptor and
-    its ``/proc/self/fd`` link, three C-level calls against a ``lstat`` and a
-    Python step per component); anything it cannot answer takes ``realpath``.
+    its ``/proc/thread-self/fd`` link, three C-level calls against a ``lstat``
+    and a Python step per component); anything it cannot answer takes ``realpath``.
     """
     text = text_path(path, "a home")
     return _identity(kernel_realpath(text) or os.path.realpath(text))
@@ -145,16 +145,18 @@ def _identity(resolved: str) -> str:
 
 _O_PATH = getattr(os, "O_PATH", 0)  # Linux; elsewhere no kernel answer
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-PROC_FD = "/proc/self/fd/"  # a module attribute: the tests point it elsewhere
+PROC_FD = "/proc/thread-self/fd/"  # the calling thread's table; the tests point it elsewhere
 
 
 def kernel_realpath(path: str, *, directory: bool = False) -> str | None:
     """``os.path.realpath(path)`` as the kernel resolves it, for a path that exists (else None).
 
     The path is opened ``O_PATH`` (no read, no search of the target itself)
-    and its descriptor's ``/proc/self/fd`` link read: the path the kernel
-    reached. None (``realpath`` answers) where the path does not resolve
-    (missing, a loop, no permission), ``/proc`` is not there, or the link is
+    and its descriptor's link read in ``/proc/thread-self/fd``, the calling
+    thread's descriptor table (a thread that unshared its table holds numbers
+    the process's main table gives other files): the path the kernel reached.
+    None (``realpath`` answers) where the path does not resolve (missing, a
+    loop, no permission), ``/proc`` (or ``thread-self``, Linux 3.17) is not there, or the link is
     not a plain absolute path (a pipe's or a deleted directory's). ``directory``:
     None too for a path that is no directory (``O_DIRECTORY``).
     ``tests/test_home_identity.py`` pins it to ``realpath`` over a table of paths.

@@ -8,7 +8,9 @@ directory, whichever of the two answered.
 
 from __future__ import annotations
 
+import ctypes
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,8 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(root / "a")
     return root
 
+
+CLONE_FILES = 0x400  # unshare(2): the calling thread takes its own descriptor table
 
 PATHS = [
     "{root}",
@@ -97,6 +101,34 @@ def test_the_kernel_answers_for_a_path_that_exists(tree: Path) -> None:
     assert kernel_realpath(str(tree / "a" / "file")) == str(tree / "a" / "file")
     assert kernel_realpath(str(tree / "a" / "file"), directory=True) is None
     assert kernel_realpath(str(tree / "abs"), directory=True) == str(tree / "a")
+
+
+@pytest.mark.skipif(not hasattr(os, "O_PATH"), reason="O_PATH and unshare are Linux's")
+def test_a_thread_with_its_own_descriptor_table_reads_its_own_link(tree: Path) -> None:
+    """The link is read in the calling thread's descriptor table (``/proc/thread-self``).
+
+    A thread that unshared its table (``unshare(CLONE_FILES)``) gets descriptor
+    numbers the process's main table gives to other files: read through
+    ``/proc/self`` the number would name one of those, another home's identity.
+    """
+    other = os.open(tree / "a" / "file", os.O_RDONLY)  # the lowest free number, in both tables
+    found: list[object] = []
+
+    def in_own_table() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(CLONE_FILES) != 0:
+            found.append(OSError(ctypes.get_errno(), "unshare"))
+            return
+        os.close(other)  # free in this thread's table only: the next open takes it
+        found.append(kernel_realpath(str(tree / "chain" / "rel")))
+
+    try:
+        worker = threading.Thread(target=in_own_table)
+        worker.start()
+        worker.join()
+    finally:
+        os.close(other)
+    assert found == [str(tree / "a" / "b")]
 
 
 def test_a_pipe_link_is_no_answer(monkeypatch: pytest.MonkeyPatch, tree: Path) -> None:
