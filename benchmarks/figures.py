@@ -468,7 +468,7 @@ def import_figures(cfg: Config) -> list[Figure]:
     host_ms = statistics.median(host_samples) / 1e3
     heavy_code = (
         "import sys, envscope; "
-        "print(','.join(m for m in ('pydantic', 'yaml', 'dotenv', 'cachetools') "
+        "print(','.join(m for m in ('pydantic', 'yaml', 'dotenv') "
         "if m in sys.modules))"
     )
     heavy = run(heavy_code)[1].strip()
@@ -497,7 +497,7 @@ def import_figures(cfg: Config) -> list[Figure]:
             "heavy modules after import envscope",
             len([m for m in heavy.split(",") if m]),
             "modules",
-            "== 0 (no pydantic/yaml/dotenv/cachetools)",
+            "== 0 (no pydantic/yaml/dotenv)",
             heavy == "",
             {"loaded": heavy},
         ),

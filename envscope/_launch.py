@@ -51,8 +51,6 @@ from envscope.policy._declarations import Origin, OriginKind, norm
 from envscope.policy.sources import declared_names_of, source_detail
 
 if TYPE_CHECKING:
-    from cachetools import TTLCache
-
     from envscope.audit.trace import BuildWarning
     from envscope.policy.sources import SecretSource
 
@@ -68,8 +66,8 @@ __all__ = [
 RACY_WINDOW_NS = 3_000_000_000
 """As the manifest probe's: a 2 s timestamp granularity (FAT) plus clock slack."""
 SOURCE_HOMES_KEPT = 256
-FAILURES_KEPT = 4096  # (source, home) failures left unset: their warnings, oldest out first
 """How many homes' answers a secret source with a TTL keeps (the least recent goes first)."""
+FAILURES_KEPT = 4096  # (source, home) failures left unset: their warnings, oldest out first
 
 
 def _now() -> float:
@@ -78,6 +76,7 @@ def _now() -> float:
 
 
 Scope = tuple[Mapping[str, str], Mapping[str, Origin], frozenset[str]]
+_Answer = tuple[float, dict[str, str]]  # when it expires (``_now``'s clock), what the source said
 """A routed home's scope values, where each came from, and the names secret sources supplied."""
 
 FileSignature = tuple[int, int, int, int, int, int]
@@ -156,8 +155,8 @@ class LaunchState:
         self.lock = threading.Lock()
         self.sources: list[SecretSource] = []
         self._unset_on_failure: set[int] = set()  # id() of the sources a failure leaves unset
-        # id() of a source with a TTL -> home -> what it answered (a cachetools.TTLCache)
-        self._fetches: dict[int, TTLCache[str, dict[str, str]]] = {}
+        # id() of a source with a TTL -> (the TTL, home -> when its answer expires and the answer)
+        self._fetches: dict[int, tuple[float, LRU[str, _Answer]]] = {}
         # (id of the source, home) -> its last failure left unset there, with the names it
         # left unset. By identity, not name: two sources may share a name, and one's
         # answer must not erase the other's failure.
@@ -211,25 +210,27 @@ class LaunchState:
             if unset_on_failure:
                 self._unset_on_failure.add(id(source))
             if ttl is not None:
-                from cachetools import TTLCache  # only a host with a TTL loads it
-
-                # a lambda, so the clock is read through the module's seam at each call
-                timer = lambda: _now()  # noqa: E731
-                self._fetches[id(source)] = TTLCache(SOURCE_HOMES_KEPT, ttl, timer=timer)
+                self._fetches[id(source)] = (ttl, LRU(SOURCE_HOMES_KEPT))
 
     def _cached_fetch(self, source: SecretSource, home: str) -> dict[str, str]:
-        """What the source answered for ``home`` within its TTL, else a fetch (then kept)."""
-        with self.lock:  # a TTLCache is not thread-safe: every access under the lock
+        """What the source answered for ``home`` within its TTL, else a fetch (then kept).
+
+        An answer is kept with the time it expires, ``ttl`` seconds after the fetch
+        on ``_now``'s clock, and reused while ``_now()`` is before that time; the
+        one bounded cache (``_lru.LRU``) keeps the ``SOURCE_HOMES_KEPT`` homes used last.
+        """
+        with self.lock:  # an LRU is not thread-safe: every access under the lock
             kept = self._fetches.get(id(source))
-            hit = None if kept is None else kept.get(home)
-        if hit is not None:
-            return hit
+            hit = None if kept is None else kept[1].hit(home)
+        if hit is not None and _now() < hit[0]:
+            return hit[1]
         fetched = self._fetch(source, home)
         if kept is not None:
+            ttl, answers = kept
             with self.lock:
                 if (id(source), home) in self._failures:
                     return fetched  # a failure left unset is asked again, never kept
-                kept[home] = fetched
+                answers.put(home, (_now() + ttl, fetched))
         return fetched
 
     def _fetch(self, source: SecretSource, home: str) -> dict[str, str]:

@@ -4,8 +4,9 @@ Every cache that keeps at most so many homes, entries or names by recency is
 one of these: an ``OrderedDict`` whose hit and eviction are C-level calls
 (``move_to_end``, ``popitem``). A hit sits on the path of every build (the
 home's manifests, its policy, its share, its scope), where a lookup through
-``cachetools.LRUCache`` costs five Python frames; cachetools keeps the one
-cache bounded by time (a secret source's answers, ``_launch``).
+``cachetools.LRUCache`` costs five Python frames. The one cache bounded by
+time too, a secret source's answers (``_launch``), is one of these whose
+entries carry the time they expire.
 Not thread-safe: each owner reads and writes it under its own lock.
 """
 

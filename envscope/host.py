@@ -231,8 +231,8 @@ class Host:
                 f"add_secret_source: on_failure must be 'raise' or 'unset', not {on_failure!r}"
             )
         if ttl is not None and (
-            isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl < 0
-        ):
+            isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl >= 0
+        ):  # ``not >=``: a NaN too
             raise ConfigurationError("add_secret_source: ttl must be a number of seconds, or None")
         names = credential_names_of(source)
         self._launch.add_source(source, unset_on_failure=on_failure == "unset", ttl=ttl)

@@ -170,10 +170,10 @@ def test_a_wrong_argument_type_fails_at_once(make_host: HostFactory, case: str) 
 
 
 def test_import_is_cheap() -> None:
-    """``import envscope`` imports neither pydantic, yaml, dotenv nor cachetools."""
+    """``import envscope`` imports neither pydantic, yaml nor dotenv."""
     code = (
         "import sys, envscope; "
-        "print(sorted(m for m in ('pydantic', 'yaml', 'dotenv', 'cachetools') if m in sys.modules))"
+        "print(sorted(m for m in ('pydantic', 'yaml', 'dotenv') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -192,10 +192,10 @@ def test_import_runs_no_package_module() -> None:
 
 
 def test_host_import_loads_no_heavy_dependency() -> None:
-    """``from envscope import Host`` stays off pydantic, PyYAML, python-dotenv and cachetools,
+    """``from envscope import Host`` stays off pydantic, PyYAML and python-dotenv,
     and off every secret source over a real backend (and what they import: subprocess, json)."""
     heavy = (
-        "{'pydantic', 'yaml', 'dotenv', 'cachetools', 'subprocess', 'json', "
+        "{'pydantic', 'yaml', 'dotenv', 'subprocess', 'json', "
         "'envscope.policy._cli_source', 'envscope.policy._age_source', "
         "'envscope.policy._vault_source', 'envscope.policy._aws_source'}"
     )

@@ -224,10 +224,10 @@ def test_warm_path_imports_and_calls_no_pydantic(tree: dict[str, Path]) -> None:
 
 
 def test_import_envscope_loads_no_heavy_module() -> None:
-    """``import envscope`` loads no pydantic, yaml, dotenv or cachetools."""
+    """``import envscope`` loads no pydantic, yaml or dotenv."""
     code = (
         "import sys, envscope; print(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('pydantic', 'pydantic_core', 'yaml', 'dotenv', 'cachetools')))"
+        "('pydantic', 'pydantic_core', 'yaml', 'dotenv')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -8,6 +8,7 @@ that no error names a value the keyring holds.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -307,7 +308,43 @@ def test_a_ttl_keeps_the_most_recent_homes_within_its_bound(
     assert [Path(h).name for h in source.calls] == ["B", "C", "D", "C"]
 
 
-@pytest.mark.parametrize("ttl", [-1, "60", True])
+@pytest.mark.parametrize(
+    ("ttl", "advances", "fetches"),
+    [
+        (60.0, [0.0, 59.999], 1),  # just before it expires: reused
+        (60.0, [0.0, 60.0], 2),  # the moment it expires: fetched again
+        (60.0, [0.0, 30.0, 30.0], 2),  # counted from the fetch, not from the last reuse
+        (0.0, [0.0, 0.0], 2),  # a TTL of 0: never reused
+        (math.inf, [0.0, 1e12], 1),  # no expiry (the homes' bound still holds)
+    ],
+)
+def test_an_answer_is_reused_while_the_clock_is_before_its_expiry(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    ttl: float,
+    advances: list[float],
+    fetches: int,
+) -> None:
+    """Each binding after the clock moved by ``advance``: the answer expires ``ttl`` s after
+    its fetch, on ``_launch._now``'s clock."""
+    from envscope import _launch
+
+    now = [1000.0]
+    monkeypatch.setattr(_launch, "_now", lambda: now[0])
+    launch, routed = tmp_path / "A", tmp_path / "B"
+    launch.mkdir()
+    routed.mkdir()
+    source = Counting()
+    host = Host(launch, environ={"PATH": "/usr/bin"}, catalog=Catalog.default())
+    host.add_secret_source(source, ttl=ttl)
+    for advance in advances:
+        now[0] += advance
+        with host.routed(routed):
+            assert host.build_subprocess_env()["ACME_DSN"] == "dsn-value-0123"
+    assert len(source.calls) == fetches
+
+
+@pytest.mark.parametrize("ttl", [-1, "60", True, math.nan, -math.inf])
 def test_a_ttl_is_a_number_of_seconds(tmp_path: Path, ttl: object) -> None:
     host = Host(tmp_path, environ={}, catalog=Catalog.default())
     with pytest.raises(ConfigurationError, match="ttl"):
