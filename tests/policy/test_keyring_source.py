@@ -263,31 +263,6 @@ class Counting(StaticSource):
         return super().fetch(home)
 
 
-@pytest.mark.parametrize("ttl", [None, 60.0])
-def test_a_ttl_spares_a_warm_binding_the_fetch(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ttl: float | None
-) -> None:
-    """With a TTL, bindings within it reuse the answer (the scope stays the very same) and one
-    after it fetches again; without, every binding fetches."""
-    from envscope import _launch
-
-    now = [1000.0]
-    monkeypatch.setattr(_launch, "_now", lambda: now[0])
-    launch, routed = tmp_path / "A", tmp_path / "B"
-    launch.mkdir()
-    routed.mkdir()
-    source = Counting()
-    host = Host(launch, environ={"PATH": "/usr/bin"}, catalog=Catalog.default())
-    host.add_secret_source(source, ttl=ttl)
-    children = []
-    for advance in (0.0, 30.0, 31.0):  # the third binding is 61 s after the first
-        now[0] += advance
-        with host.routed(routed):
-            children.append(host.build_subprocess_env())
-    assert all(child["ACME_DSN"] == "dsn-value-0123" for child in children)
-    assert len(source.calls) == (3 if ttl is None else 2)
-
-
 def test_a_ttl_keeps_the_most_recent_homes_within_its_bound(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -311,6 +286,8 @@ def test_a_ttl_keeps_the_most_recent_homes_within_its_bound(
 @pytest.mark.parametrize(
     ("ttl", "advances", "fetches"),
     [
+        (None, [0.0, 30.0, 31.0], 3),  # no TTL: every binding fetches
+        (60.0, [0.0, 30.0, 31.0], 2),  # within it reused; 61 s after the fetch fetched again
         (60.0, [0.0, 59.999], 1),  # just before it expires: reused
         (60.0, [0.0, 60.0], 2),  # the moment it expires: fetched again
         (60.0, [0.0, 30.0, 30.0], 2),  # counted from the fetch, not from the last reuse
@@ -321,12 +298,12 @@ def test_a_ttl_keeps_the_most_recent_homes_within_its_bound(
 def test_an_answer_is_reused_while_the_clock_is_before_its_expiry(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    ttl: float,
+    ttl: float | None,
     advances: list[float],
     fetches: int,
 ) -> None:
-    """Each binding after the clock moved by ``advance``: the answer expires ``ttl`` s after
-    its fetch, on ``_launch._now``'s clock."""
+    """A warm binding within the TTL asks the source nothing: each binding after the clock
+    moved by ``advance``, the answer expiring ``ttl`` s after its fetch (``_launch._now``)."""
     from envscope import _launch
 
     now = [1000.0]
