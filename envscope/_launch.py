@@ -76,8 +76,8 @@ def _now() -> float:
 
 
 Scope = tuple[Mapping[str, str], Mapping[str, Origin], frozenset[str]]
-_Answer = tuple[float, dict[str, str]]  # when it expires (``_now``'s clock), what the source said
 """A routed home's scope values, where each came from, and the names secret sources supplied."""
+_Answer = tuple[float, dict[str, str]]  # when it expires (``_now``'s clock), what the source said
 
 FileSignature = tuple[int, int, int, int, int, int]
 
