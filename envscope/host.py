@@ -220,8 +220,8 @@ class Host:
         binding (``"raise"``), or leaves its names unset (``"unset"``: the failure is
         kept in ``source_failures()``; its ``supplied_names`` are still its own).
         ``ttl`` (seconds): a ``routed()`` binding reuses what the source answered for
-        its home that long (a warm binding never waits on a vault); ``None``: it asks
-        the source every time. ``load_launch_env()`` always asks.
+        its home that long after the source answered (a warm binding never waits on a
+        vault); ``None``: it asks the source every time. ``load_launch_env()`` always asks.
         """
         from envscope.policy.sources import check_source, credential_names_of
 
@@ -231,9 +231,11 @@ class Host:
                 f"add_secret_source: on_failure must be 'raise' or 'unset', not {on_failure!r}"
             )
         if ttl is not None and (
-            isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl >= 0
-        ):  # ``not >=``: a NaN too
-            raise ConfigurationError("add_secret_source: ttl must be a number of seconds, or None")
+            isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0
+        ):  # ``not >``: a NaN too; a config file's ``ttl`` is held to the same rule
+            raise ConfigurationError(
+                "add_secret_source: ttl must be a positive number of seconds, or None"
+            )
         names = credential_names_of(source)
         self._launch.add_source(source, unset_on_failure=on_failure == "unset", ttl=ttl)
         with self._lock:
