@@ -10,8 +10,8 @@ the CPU sat idle through the child's wait, its caches cold), one loop per host
 - W1 routed builds the build memo cannot answer: ``extra={"TASK_ID": str(n)}``
   new on every build (a kanban worker's spawn) ≤ 10% of a spawn, and the
   host's environ changed by one value since the previous build ≤ 15%;
-- a fresh ``routed()`` binding plus one build (a cron runner's spawn) ≤ 25% of
-  a spawn at W1 and at W2;
+- a fresh ``routed()`` binding plus one build (a cron runner's spawn) ≤ 20% of
+  a spawn at W1, ≤ 25% at W2;
 - RSS growth of a multiplexed host touching 10,000 homes ≤ 32 MiB (measured in
   a child process, so the benchmark's own heap does not count);
 - ``host.explain`` ≤ 1.5x a traced build without fingerprints.
@@ -42,7 +42,8 @@ RSS_TARGET_MIB = 32.0
 WARM_SHARE = 0.10
 TASK_SHARE = 0.10
 PARENT_SHARE = 0.15
-FRESH_SHARE = 0.25
+FRESH_SHARE = 0.20  # a fresh routed() + build, W1 (the paid-once-per-change target)
+W2_FRESH_SHARE = 0.25  # the same on the multiplexed W2 host (1,000 variables, 320 candidates)
 SCOPE_SHARE = 0.25  # routed(home, scope=the same mapping) + build
 EXPLAIN_RATIO = 1.5
 TRUE = "/bin/true"
@@ -240,7 +241,7 @@ def fresh_and_explain_figures(
             w2_samples,
             "fresh_w2",
             "spawn",
-            FRESH_SHARE,
+            W2_FRESH_SHARE,
         ),
         ratio_figure(
             "explain_vs_traced",
