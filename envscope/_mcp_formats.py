@@ -4,11 +4,10 @@ Each reader (``read_vscode``, ``read_mcp_servers`` for Claude Code, Cursor and
 agent-host YAML, ``read_codex``, ``read_goose``) takes the parsed document and
 returns the same ``McpServerConfig`` records, stdio servers only; ``read_config``
 detects the format from the top key and, where that is shared, the file name
-(docs/mcp.md has the table). One interpolation function per syntax
-(``expand_vscode``, ``expand_shell_default``, ``expand_braces``; Codex and goose
-have none) resolves ``command``, ``args``, ``cwd`` and the env against the
-mapping it is given (the loader passes ``Host.parent_env()``); an unset name is
-an error. Errors are ``ConfigFileError`` naming the file and the field path in
+(docs/mcp.md has the table). Each format's interpolation (``_mcp_syntax``;
+Codex and goose have none) resolves ``command``, ``args``, ``cwd`` and the env
+against the mapping it is given (the loader passes ``Host.parent_env()``); an
+unset name is an error. Errors are ``ConfigFileError`` naming the file and the field path in
 that format (``servers.github.env.TOKEN``), never a value.
 """
 
@@ -16,23 +15,27 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from envscope._inputs import DEFAULT_MAX_ENV_BYTES, WINDOWS, valid_name
+from envscope._mcp_syntax import (
+    ConfigField,
+    Expand,
+    expand_braces,
+    expand_shell_default,
+    expand_vscode,
+    references,
+)
 from envscope.errors import ConfigFileError, DotenvError
 from envscope.pipeline.stages import FORCE_PREFIX
 
 __all__ = [
     "McpFormat",
     "McpServerConfig",
-    "expand_braces",
-    "expand_shell_default",
-    "expand_vscode",
     "read_config",
-    "strip_jsonc",
 ]
 
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -117,221 +120,23 @@ class McpServerConfig:
         return self.env_fields.get(key, f"{self.where}.env.{key}")
 
 
-@dataclass(frozen=True, slots=True)
-class _At:
-    """Where a value is: the config file and the field path (for errors)."""
-
-    path: str
-    field: str
-    source: str = "the host environment"  # what a ${NAME} is read from (for errors)
-
-    def error(self, message: str) -> ConfigFileError:
-        return ConfigFileError(self.path, message, field=self.field)
-
-    def child(self, name: str) -> _At:
-        return _At(self.path, f"{self.field}.{name}", self.source)
-
-    def at(self, field_path: str) -> _At:
-        """Another field of the same file, read from the same source."""
-        return _At(self.path, field_path, self.source)
-
-
-Expand = Callable[[str, Mapping[str, str], _At], str]
-
-
-# -- interpolation: one function per syntax ---------------------------------------
-
-
-def _references(value: str) -> list[tuple[int, int, str]]:
-    """``(start, end, inner)`` of each ``${inner}`` left to right, in linear time.
-
-    An inner text runs to the first ``}``; past the last ``}`` nothing is a
-    reference (so a value of many unclosed ``${`` is scanned once).
-    """
-    found = []
-    start = value.find("${")
-    while start != -1:
-        close = value.find("}", start + 2)
-        if close == -1:
-            break
-        found.append((start, close + 1, value[start + 2 : close]))
-        start = value.find("${", close + 1)
-    return found
-
-
-_KINDS = ("env", "input", "config", "command")  # VS Code's ${kind:…} prefixes
-
-
-def shown(inner: str) -> str:
-    """A reference as an error may show it: its kind and name, never a default or the rest.
-
-    ``${NAME:-tok}`` shows as ``${NAME…}``, ``${env:NAME:=tok}`` as
-    ``${env:NAME…}``: what follows the name (an operator, a default someone
-    typed a token into) is never echoed. The editor's other kinds
-    (``${config:…}``, ``${input:…}``, ``${command:…}``) show no more than
-    their kind.
-    """
-    kind, sep, body = inner.partition(":")
-    prefix = f"{kind}:" if sep and kind in _KINDS else ""
-    if prefix and kind != "env":
-        return "${" + prefix + "…}"
-    if not prefix:
-        body = inner
-    end = 0
-    while end < len(body) and (body[end].isascii() and (body[end].isalnum() or body[end] == "_")):
-        end += 1
-    return "${" + prefix + body[:end] + ("…" if end < len(body) else "") + "}"
-
-
-def _substitute(value: str, at: _At, resolve: Callable[[str], str]) -> str:
-    if "${" not in value:
-        return value
-    out: list[str] = []
-    cursor = 0
-    for start, end, inner in _references(value):
-        if "${" in inner:  # ${A:-${B}/x}: the client reads the first "}" as the end
-            raise at.error(
-                f"{shown(inner)} holds another ${{…}} reference, which the client does not "
-                "resolve inside a reference: write the default out"
-            )
-        out.append(value[cursor:start])
-        out.append(resolve(inner))
-        cursor = end
-    out.append(value[cursor:])
-    return "".join(out)
-
-
-def _lookup(name: str, environ: Mapping[str, str], at: _At, inner: str) -> str:
-    if not valid_name(name):
-        raise at.error(f"{shown(inner)} is not a valid variable reference")
-    found = environ.get(name)
-    if found is None:
-        raise at.error(f"{shown(inner)} is not set in {at.source}")
-    return found
-
-
-def expand_braces(value: str, environ: Mapping[str, str], at: _At) -> str:
-    """Agent-host YAML: ``${NAME}`` is ``environ[NAME]``; unset or invalid is an error."""
-    return _substitute(value, at, lambda inner: _lookup(inner, environ, at, inner))
-
-
-def expand_shell_default(value: str, environ: Mapping[str, str], at: _At) -> str:
-    """Claude Code: ``${NAME}``, and ``${NAME:-default}`` (the default when unset or empty)."""
-
-    def one(inner: str) -> str:
-        name, sep, default = inner.partition(":-")
-        if sep:
-            if not valid_name(name) or ":" in name:
-                raise at.error(f"{shown(inner)} is not a valid variable reference")
-            return environ.get(name) or default
-        if ":" in name:
-            raise at.error(f"{shown(inner)} is not a valid variable reference")
-        return _lookup(name, environ, at, inner)
-
-    return _substitute(value, at, one)
-
-
-def expand_vscode(value: str, environ: Mapping[str, str], at: _At, *, workspace: str | None) -> str:
-    """VS Code and Cursor: ``${env:NAME}``, ``${workspaceFolder}``, ``${userHome}`` (``HOME``),
-    ``${pathSeparator}`` (``${/}``); ``${input:ID}`` is an error.
-
-    A prompted input (``${input:ID}``) and the editor's other variables
-    (``${config:…}``, ``${command:…}``) exist only inside the editor: a host
-    cannot resolve them, so each is an error naming the field.
-    """
-
-    def one(inner: str) -> str:
-        kind, sep, name = inner.partition(":")
-        if sep and kind == "env":
-            return _lookup(name, environ, at, inner)
-        if sep and kind == "input":
-            raise at.error(
-                f"{shown(inner)} is prompted by the editor and cannot be resolved by a "
-                "host; put the value (or ${env:NAME}) in the config"
-            )
-        if not sep and inner == "userHome":
-            return _lookup("HOME", environ, at, "HOME")
-        if not sep and inner in ("pathSeparator", "/"):
-            return os.sep
-        if not sep and inner == "workspaceFolder":
-            if workspace is None:
-                raise at.error(
-                    "${workspaceFolder} is unknown: the config is not in a .vscode or .cursor "
-                    "directory (pass workspace=...)"
-                )
-            return workspace
-        raise at.error(f"{shown(inner)} cannot be resolved outside the editor")
-
-    return _substitute(value, at, one)
-
-
-# -- JSON with comments --------------------------------------------------------------
-
-
-def strip_jsonc(text: str) -> str | None:
-    """JSON text with ``//`` and ``/* */`` comments and trailing commas blanked, in one pass.
-
-    VS Code writes its ``mcp.json`` as JSON with comments. Every removed
-    character becomes a blank (line ends stay), so the JSON parser's line
-    numbers are the file's. ``None`` for an unterminated block comment.
-    """
-    out = list(text)
-    in_string = False
-    pending = -1  # the index of a comma that may be trailing (one that follows a value)
-    last = ""  # the last significant character outside strings and comments
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if in_string:
-            if ch == "\\":
-                i += 2
-                continue
-            in_string = ch != '"'
-        elif ch == "/" and text.startswith("//", i):
-            end = text.find("\n", i)
-            end = n if end == -1 else end
-            out[i:end] = " " * (end - i)
-            i = end
-            continue
-        elif ch == "/" and text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            if end == -1:
-                return None
-            for j in range(i, end + 2):
-                if out[j] not in "\r\n":
-                    out[j] = " "
-            i = end + 2
-            continue
-        elif ch == ",":
-            pending = i if last not in ("", "{", "[", ",") else -1
-            last = ch
-        elif not ch.isspace():
-            if ch in "}]" and pending != -1:
-                out[pending] = " "
-            pending = -1
-            in_string = ch == '"'
-            last = ch
-        i += 1
-    return "".join(out)
-
-
 # -- shared field checks -------------------------------------------------------------
 
 
-def _mapping(doc: object, at: _At, what: str) -> Mapping[str, Any]:
+def _mapping(doc: object, at: ConfigField, what: str) -> Mapping[str, Any]:
     if not isinstance(doc, Mapping):
         raise at.error(f"must be {what}")
     return doc
 
 
-def _optional_string(doc: Mapping[str, Any], key: str, at: _At) -> str | None:
+def _optional_string(doc: Mapping[str, Any], key: str, at: ConfigField) -> str | None:
     value = doc.get(key)
     if value is not None and not isinstance(value, str):
         raise at.child(key).error("must be a string")
     return value
 
 
-def _names(doc: Mapping[str, Any], key: str, at: _At) -> list[str]:
+def _names(doc: Mapping[str, Any], key: str, at: ConfigField) -> list[str]:
     """A list of variable names (Codex ``env_vars``, goose ``env_keys``)."""
     raw = doc.get(key)
     if raw is None:
@@ -341,7 +146,7 @@ def _names(doc: Mapping[str, Any], key: str, at: _At) -> list[str]:
     return raw
 
 
-def _flags(doc: Mapping[str, Any], at: _At) -> bool:
+def _flags(doc: Mapping[str, Any], at: ConfigField) -> bool:
     """False when the entry is switched off (``disabled: true``, ``enabled: false``)."""
     for flag in ("disabled", "enabled"):
         if flag in doc and not isinstance(doc[flag], bool):
@@ -349,7 +154,7 @@ def _flags(doc: Mapping[str, Any], at: _At) -> bool:
     return not (doc.get("disabled") is True or doc.get("enabled") is False)
 
 
-def _env_key(key: object, at: _At) -> str:
+def _env_key(key: object, at: ConfigField) -> str:
     if not isinstance(key, str) or not valid_name(key):
         shown = repr(key.partition("=")[0]) if isinstance(key, str) else type(key).__name__
         raise at.error(f"{shown} is not a valid environment name")
@@ -368,7 +173,7 @@ class _Reading:
     source: str = "the host environment"  # what the environ is, for errors
     fold: bool = False  # Windows: ${env:WINDIR} reads windir
 
-    def resolve(self, value: str, at: _At) -> str:
+    def resolve(self, value: str, at: ConfigField) -> str:
         return value if self.expand is None else self.expand(value, self.environ, at)
 
     def get(self, name: str) -> str | None:
@@ -377,7 +182,7 @@ class _Reading:
 
     def interpolates(self, value: str) -> bool:
         """True when ``resolve`` reads something into ``value`` (a ``${…}`` reference)."""
-        return self.expand is not None and bool(_references(value))
+        return self.expand is not None and bool(references(value))
 
 
 class _FoldedEnv(Mapping[str, str]):
@@ -415,7 +220,7 @@ class _Shape:
 
 def _stdio_entry(name: str, doc: Mapping[str, Any], shape: _Shape, r: _Reading) -> McpServerConfig:
     """One stdio entry of any format, checked and resolved."""
-    at = _At(r.path, f"{shape.top}.{name}", r.source)
+    at = ConfigField(r.path, f"{shape.top}.{name}", r.source)
     command = doc.get(shape.command)
     if not isinstance(command, str) or not command:
         raise at.child(shape.command).error("must be a non-empty string")
@@ -483,7 +288,7 @@ MAX_VALUE_BYTES = DEFAULT_MAX_ENV_BYTES
 """The most bytes one value read from a config may hold (a whole child env's default budget)."""
 
 
-def _carried(text: str, at: _At) -> str:
+def _carried(text: str, at: ConfigField) -> str:
     """``text`` when a child's argv or env can carry it; else an error naming the field.
 
     A NUL cannot cross ``execve``; a value past a whole env's default budget
@@ -504,7 +309,7 @@ def _env_file_path(where: str, r: _Reading) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(r.path)), os.path.expanduser(where))
 
 
-def _read_env_file(target: str, named: str, r: _Reading, at: _At) -> dict[str, str]:
+def _read_env_file(target: str, named: str, r: _Reading, at: ConfigField) -> dict[str, str]:
     """An ``envFile`` through envscope's one dotenv reader (``${VAR}`` read from ``r.environ``).
 
     An error names the file as ``named`` (as the operator wrote it, when the
@@ -521,7 +326,7 @@ def _read_env_file(target: str, named: str, r: _Reading, at: _At) -> dict[str, s
     raise failure
 
 
-_Entry = tuple[str, Mapping[str, Any], _At]
+_Entry = tuple[str, Mapping[str, Any], ConfigField]
 
 
 def _servers(doc: Mapping[str, Any], top: str, path: str) -> list[_Entry]:
@@ -529,11 +334,11 @@ def _servers(doc: Mapping[str, Any], top: str, path: str) -> list[_Entry]:
     servers = doc[top]
     if servers is None:
         return []
-    entries = _mapping(servers, _At(path, top), "a mapping of server names to servers")
+    entries = _mapping(servers, ConfigField(path, top), "a mapping of server names to servers")
     out: list[_Entry] = []
     seen: set[str] = set()
     for name, entry in entries.items():
-        at = _At(path, f"{top}.{name}")
+        at = ConfigField(path, f"{top}.{name}")
         if str(name) in seen:
             raise at.error("two servers share this name")
         seen.add(str(name))
@@ -544,7 +349,7 @@ def _servers(doc: Mapping[str, Any], top: str, path: str) -> list[_Entry]:
 _NOT_STDIO = frozenset({"http", "sse", "streamable-http", "streamable_http", "streamableHttp"})
 
 
-def _stdio(doc: Mapping[str, Any], at: _At, *, typed: bool = True) -> bool:
+def _stdio(doc: Mapping[str, Any], at: ConfigField, *, typed: bool = True) -> bool:
     """True for a stdio entry that is on; False for HTTP/SSE or off (left out); else an error.
 
     ``typed``: the format has a ``type`` field (Codex has none).
@@ -577,7 +382,7 @@ def read_vscode(doc: Mapping[str, Any], r: _Reading) -> list[McpServerConfig]:
     shape = _Shape(McpFormat.VSCODE, "servers", env_file=True)
     inputs = doc.get("inputs")
     if inputs is not None and not isinstance(inputs, list):
-        raise _At(r.path, "inputs").error("must be a list")
+        raise ConfigField(r.path, "inputs").error("must be a list")
     entries = _servers(doc, "servers", r.path)
     return [_stdio_entry(n, e, shape, r) for n, e, at in entries if _stdio(e, at)]
 
@@ -659,7 +464,7 @@ def read_config(
     fmt = detect(path, doc)
     folder = _workspace(path) if workspace is None else os.fspath(workspace)
 
-    def vscode(value: str, env: Mapping[str, str], at: _At) -> str:
+    def vscode(value: str, env: Mapping[str, str], at: ConfigField) -> str:
         return expand_vscode(value, env, at, workspace=folder)
 
     syntax: dict[McpFormat, Expand | None] = {

@@ -35,8 +35,8 @@ from envscope._mcp_formats import (
     McpFormat,
     McpServerConfig,
     read_config,
-    strip_jsonc,
 )
+from envscope._mcp_syntax import strip_jsonc
 from envscope.audit.trace import NULL_TRACE, Action, Decision, Reason, Stage, Trace
 from envscope.errors import ConfigFileError, ConfigurationError, EnvValueError
 from envscope.pipeline.decision import decide

@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "_admissions": 1,
     "_lru": 1,
     "files": 2,
+    "_mcp_syntax": 2,
     "policy": 3,
     "manifests": 4,
     "audit": 4,

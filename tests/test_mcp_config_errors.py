@@ -17,7 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from envscope import ConfigFileError, ConfigurationError, StaticSource
-from envscope._mcp_formats import read_config, shown
+from envscope._mcp_formats import read_config
+from envscope._mcp_syntax import shown
 from tests.conftest import HostFactory
 
 TOKEN = "tok-typed-as-a-default-0001"

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envscope import ConfigFileError
-from envscope._mcp_formats import (
-    McpFormat,
-    _At,
+from envscope._mcp_formats import McpFormat
+from envscope._mcp_syntax import (
+    ConfigField,
     expand_braces,
     expand_shell_default,
     expand_vscode,
@@ -103,7 +103,7 @@ def test_vscode_paths_resolve_against_the_workspace_folder(tmp_path: Path) -> No
     )
 
 
-AT = _At("cfg", "f")
+AT = ConfigField("cfg", "f")
 
 SYNTAX = [
     # (syntax, value, environ, expected)
