@@ -21,7 +21,11 @@ from envscope.manifests._shared_scans import SCANS
 from envscope.testing_fs import HOUR_NS, InstrumentedFileSystem
 
 COLD_1000_TARGET_MS = 500.0
-HOST_IMPORT_TARGET_MS = 30.0
+# ``from envscope import Host`` against ``import asyncio`` in the same run (every agent host
+# imports it): both are the import system's work (finding, reading, unmarshalling and running
+# modules), so the machine cancels out; in milliseconds the same code read 27 ms one day and
+# 37-44 ms the next on this VM
+HOST_IMPORT_RATIO = 1.0
 
 
 def warm_figures(cfg: Config, catalog: Catalog, w1: Workload) -> list[Figure]:
@@ -443,7 +447,8 @@ def import_figures(cfg: Config) -> list[Figure]:
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # compile once, as an installed package would be
     subprocess.run([sys.executable, "-c", "import envscope.cli"], env=env, check=True)
 
-    def run(code: str) -> tuple[int, str]:
+    def importtime(code: str) -> tuple[str, str]:
+        """``python -X importtime -c code``: its stderr (the import times) and stdout."""
         out = subprocess.run(
             [sys.executable, "-X", "importtime", "-c", code],
             env=env,
@@ -451,27 +456,28 @@ def import_figures(cfg: Config) -> list[Figure]:
             text=True,
             check=True,
         )
-        return _import_cumulative_us(out.stderr, "envscope"), out.stdout
+        return out.stderr, out.stdout
 
-    def run_host() -> int:
-        out = subprocess.run(
-            [sys.executable, "-X", "importtime", "-c", "from envscope import Host"],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return _imports_after_site_us(out.stderr)
+    def after_site(code: str) -> int:
+        return _imports_after_site_us(importtime(code)[0])
 
-    samples = [run("import envscope")[0] for _ in range(cfg.import_runs)]
-    host_samples = [run_host() for _ in range(cfg.import_runs)]
+    samples = [
+        _import_cumulative_us(importtime("import envscope")[0], "envscope")
+        for _ in range(cfg.import_runs)
+    ]
+    host_samples, asyncio_samples = [], []
+    for _ in range(cfg.import_runs):  # alternated: a slow phase of the machine slows both
+        host_samples.append(after_site("from envscope import Host"))
+        asyncio_samples.append(after_site("import asyncio"))
     host_ms = statistics.median(host_samples) / 1e3
+    asyncio_ms = statistics.median(asyncio_samples) / 1e3
+    host_ratio = host_ms / asyncio_ms
     heavy_code = (
         "import sys, envscope; "
         "print(','.join(m for m in ('pydantic', 'yaml', 'dotenv') "
         "if m in sys.modules))"
     )
-    heavy = run(heavy_code)[1].strip()
+    heavy = importtime(heavy_code)[1].strip()
     value = statistics.median(samples) / 1e3
     return [
         Figure(
@@ -484,12 +490,21 @@ def import_figures(cfg: Config) -> list[Figure]:
             {"runs_ms": [s / 1e3 for s in samples], "public_names": "loaded on first use"},
         ),
         Figure(
+            "import_host_vs_asyncio",
+            "from envscope import Host / import asyncio (every import each makes)",
+            host_ratio,
+            "x",
+            f"<= {HOST_IMPORT_RATIO:g}x",
+            host_ratio <= HOST_IMPORT_RATIO,
+            {"host_ms": host_ms, "asyncio_ms": asyncio_ms},
+        ),
+        Figure(
             "import_host_ms",
-            "from envscope import Host (every import it makes)",
+            "  from envscope import Host (every import it makes)",
             host_ms,
             "ms",
-            f"<= {HOST_IMPORT_TARGET_MS:g} ms",
-            host_ms <= HOST_IMPORT_TARGET_MS,
+            "",
+            None,
             {"runs_ms": [s / 1e3 for s in host_samples]},
         ),
         Figure(

@@ -6,7 +6,7 @@ mapping it is given; an unset or invalid reference is a ``ConfigFileError``
 naming the file and the field (``ConfigField``), showing the reference's kind
 and name only (``shown``), never a default or a value. ``strip_jsonc`` blanks
 the comments and trailing commas of VS Code's JSON with comments, keeping line
-numbers. The format readers (``_mcp_formats``) call these.
+numbers. The format readers (``_mcp_formats``) and ``mcp``'s loader call these.
 """
 
 from __future__ import annotations
