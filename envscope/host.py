@@ -223,6 +223,7 @@ class Host:
         its home that long after the source answered (a warm binding never waits on a
         vault); ``None``: it asks the source every time. ``load_launch_env()`` always asks.
         """
+        from envscope.policy._source_entries import seconds_problem
         from envscope.policy.sources import check_source, credential_names_of
 
         check_source(source, "add_secret_source")
@@ -230,12 +231,9 @@ class Host:
             raise ConfigurationError(
                 f"add_secret_source: on_failure must be 'raise' or 'unset', not {on_failure!r}"
             )
-        if ttl is not None and (
-            isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0
-        ):  # ``not >``: a NaN too; a config file's ``ttl`` is held to the same rule
-            raise ConfigurationError(
-                "add_secret_source: ttl must be a positive number of seconds, or None"
-            )
+        problem = None if ttl is None else seconds_problem(ttl)  # a config file's rule too
+        if problem is not None:
+            raise ConfigurationError(f"add_secret_source: ttl {problem}, or None")
         names = credential_names_of(source)
         self._launch.add_source(source, unset_on_failure=on_failure == "unset", ttl=ttl)
         with self._lock:

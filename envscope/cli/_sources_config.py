@@ -26,6 +26,7 @@ makes it again over the host's env, whose credentials its client reads.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -94,17 +95,35 @@ def source_model() -> Any:
     """The pydantic type of one ``sources:`` item: a union told apart by ``type``."""
     from typing import Annotated
 
-    from pydantic import BaseModel, ConfigDict, Field
+    from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+    from envscope.policy._source_entries import MAX_TIMEOUT_S, seconds_problem
+
+    def seconds(most: float) -> AfterValidator:
+        """The Python keyword's rule (``seconds_problem``), its error at the key's line."""
+
+        def check(value: float) -> float:
+            problem = seconds_problem(value, most=most)
+            if problem is not None:
+                raise ValueError(problem)
+            return value
+
+        return AfterValidator(check)
+
+    # the bounds again for the generated JSON Schema (what an editor checks); the keyword's
+    # rule decides (NaN too): tests/cli/test_seconds_rule.py holds the two seams together
+    Ttl = Annotated[float, Field(gt=0), seconds(math.inf)]
+    Timeout = Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S), seconds(MAX_TIMEOUT_S)]
 
     class _Source(BaseModel):
         model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
         name: str | None = Field(default=None, min_length=1)
         entries: dict[str, dict[str, str]]
         on_failure: Literal["raise", "unset"] = "raise"
-        ttl: float | None = Field(default=None, gt=0)
+        ttl: Ttl | None = None
 
     class _Cli(_Source):
-        timeout: float = Field(default=10.0, gt=0)
+        timeout: Timeout = 10.0
         executable: str | None = Field(default=None, min_length=1)
 
     class KeyringDoc(_Source):
@@ -128,13 +147,13 @@ def source_model() -> Any:
 
     class VaultDoc(_Source):
         type: Literal["vault"]
-        timeout: float = Field(default=10.0, gt=0)
+        timeout: Timeout = 10.0
         missing: Literal["raise", "unset"] = "raise"
         approle_mount: str = Field(default="approle", min_length=1)
 
     class AwsDoc(_Source):
         type: Literal["aws"]
-        timeout: float = Field(default=10.0, gt=0)
+        timeout: Timeout = 10.0
         missing: Literal["raise", "unset"] = "raise"
         region: str | None = Field(default=None, min_length=1)
         endpoint_url: str | None = Field(default=None, min_length=1)

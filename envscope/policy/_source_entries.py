@@ -8,6 +8,7 @@ The public names are exported by ``envscope.policy.sources``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from envscope._inputs import portable_name
@@ -29,10 +30,34 @@ def _missing(owner: str, missing: object) -> None:
         raise ConfigurationError(f"{owner}: missing must be 'raise' or 'unset', not {missing!r}")
 
 
+MAX_TIMEOUT_S = 86_400.0
+"""A source's longest ``timeout``: a day (longer is no bound; the OS takes no infinity)."""
+
+
+def seconds_problem(value: object, *, most: float = math.inf) -> str | None:
+    """What is wrong with a number of seconds (a ``ttl``, a ``timeout``); None: nothing.
+
+    The one rule for both seams, a keyword in Python and a key of the config
+    file (``cli/_sources_config``): an ``int`` or a ``float`` (never a
+    ``bool``) greater than 0 and at most ``most`` (``not value > 0``: NaN fails).
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        return "must be a number of seconds greater than 0"
+    if not value <= most:
+        return f"must be a number of seconds greater than 0 and at most {most:g}"
+    return None
+
+
 def _timeout(owner: str, timeout: object) -> float:
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise ConfigurationError(f"{owner}: timeout must be a positive number")
-    return float(timeout)
+    """A source's ``timeout``: a finite number of seconds up to a day, else an error naming it.
+
+    A NaN, an infinity or a number the OS cannot take would raise ``ValueError``
+    or ``OverflowError`` at the first fetch, not a ``SourceError``.
+    """
+    problem = seconds_problem(timeout, most=MAX_TIMEOUT_S)
+    if problem is not None:
+        raise ConfigurationError(f"{owner}: timeout {problem}")
+    return float(timeout)  # type: ignore[arg-type]  # checked above
 
 
 class _EntrySource:
